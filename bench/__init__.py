@@ -1,0 +1,1 @@
+"""Benchmarks: latency, throughput and retrieval quality; results go to bench/results."""

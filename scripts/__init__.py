@@ -1,0 +1,1 @@
+"""Developer scripts (service launcher, matrix printers)."""

@@ -1,0 +1,1 @@
+"""RetrievalService: embeddings, vector and full-text indexes, hybrid search."""

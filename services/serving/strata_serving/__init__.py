@@ -1,0 +1,1 @@
+"""gRPC serving plumbing shared by MemoryService and RetrievalService."""

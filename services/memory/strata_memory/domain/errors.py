@@ -1,0 +1,97 @@
+"""MemoryService's typed errors. Each names what happened; strata_serving maps its category to a status.
+
+The memory tools raise these too: ExecuteTool turns them into an error *result* (reason + message the
+LLM reads) instead of a failed RPC, so the vocabulary is the same on both paths.
+"""
+
+from __future__ import annotations
+
+from strata_serving.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+)
+
+
+class AgentNotFound(NotFound):
+    default_reason = "AGENT_NOT_FOUND"
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(f"Agent '{agent_id}' not found.", metadata={"agent_id": agent_id})
+
+
+class BlockNotFound(NotFound):
+    default_reason = "BLOCK_NOT_FOUND"
+
+    def __init__(self, label: str, *, available: tuple[str, ...] = (), scope: str = "") -> None:
+        where = f" in {scope}" if scope else ""
+        hint = f" Available blocks: {', '.join(available)}." if available else ""
+        super().__init__(f"Memory block '{label}' does not exist{where}.{hint}", metadata={"label": label})
+
+
+class BlockExists(AlreadyExists):
+    default_reason = "BLOCK_EXISTS"
+
+    def __init__(self, label: str) -> None:
+        super().__init__(f"Memory block '{label}' already exists.", metadata={"label": label})
+
+
+class CharLimitExceeded(FailedPrecondition):
+    """A write would leave a block longer than its limit (or a limit below the current length)."""
+
+    default_reason = "CHAR_LIMIT_EXCEEDED"
+
+    def __init__(self, label: str, *, limit: int, current: int, requested: int) -> None:
+        super().__init__(
+            f"Edit failed: memory block '{label}' would hold {requested} characters, over its limit of "
+            f"{limit} (it holds {current} now). Shorten the new text or remove something first.",
+            metadata={"label": label, "limit": limit, "current": current, "requested": requested},
+        )
+
+
+class ReadOnlyBlock(FailedPrecondition):
+    default_reason = "READ_ONLY_BLOCK"
+
+    def __init__(self, label: str) -> None:
+        super().__init__(
+            f"This block is read-only and cannot be edited: '{label}'.", metadata={"label": label}
+        )
+
+
+class EtagMismatch(Aborted):
+    default_reason = "ETAG_MISMATCH"
+
+    def __init__(self, resource: str, *, expected: str, actual: str) -> None:
+        super().__init__(
+            f"{resource} changed since it was read (etag {expected!r}, now {actual!r}); "
+            "re-read it and retry.",
+            metadata={"resource": resource, "expected_etag": expected, "actual_etag": actual},
+        )
+
+
+class ToolArgumentError(InvalidArgument):
+    """A memory tool was called with missing, mistyped or malformed arguments."""
+
+    default_reason = "INVALID_TOOL_ARGUMENTS"
+
+
+class ToolEditRefused(FailedPrecondition):
+    """A memory tool's arguments are well formed but the edit cannot apply (no match, line prefix...)."""
+
+    default_reason = "EDIT_REFUSED"
+
+
+class UnknownTool(NotFound):
+    default_reason = "UNKNOWN_TOOL"
+
+    def __init__(self, name: str, *, known: tuple[str, ...]) -> None:
+        super().__init__(
+            f"Unknown tool '{name}'. Available tools: {', '.join(known)}.", metadata={"tool": name}
+        )
+
+
+class RetrievalUnavailable(Unavailable):
+    default_reason = "RETRIEVAL_UNAVAILABLE"

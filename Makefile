@@ -53,6 +53,7 @@ typecheck: install ## mypy strict over all packages, tests and benchmarks
 
 proto: install ## regenerate Python stubs (typed, mypy-protobuf) from proto/ into clients/python
 	$(PY) -m grpc_tools.protoc -I proto \
+	  --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
 	  --python_out=$(GEN_ROOT) --grpc_python_out=$(GEN_ROOT) \
 	  --mypy_out=$(GEN_ROOT) --mypy_grpc_out=$(GEN_ROOT) $(PROTO_FILES)
 

@@ -95,3 +95,44 @@ class UnknownTool(NotFound):
 
 class RetrievalUnavailable(Unavailable):
     default_reason = "RETRIEVAL_UNAVAILABLE"
+
+
+class ConversationNotFound(NotFound):
+    default_reason = "CONVERSATION_NOT_FOUND"
+
+    def __init__(self, agent_id: str, conversation_id: str) -> None:
+        super().__init__(
+            f"Conversation '{conversation_id}' of agent '{agent_id}' not found.",
+            metadata={"agent_id": agent_id, "conversation_id": conversation_id},
+        )
+
+
+class FileNotFound(NotFound):
+    default_reason = "FILE_NOT_FOUND"
+
+    def __init__(self, file_id: str) -> None:
+        super().__init__(f"File '{file_id}' not found.", metadata={"file_id": file_id})
+
+
+class LineNumberPrefix(ToolEditRefused):
+    """A tool argument carries a display-only line-number prefix (``3→ ``) or the line-number warning."""
+
+    default_reason = "LINE_NUMBER_PREFIX"
+
+
+class TextNotFound(ToolEditRefused):
+    """The text a replace tool should change does not appear in the block."""
+
+    default_reason = "TEXT_NOT_FOUND"
+
+
+class TextNotUnique(ToolEditRefused):
+    """The text a replace tool should change appears more than once where exactly one is required."""
+
+    default_reason = "TEXT_NOT_UNIQUE"
+
+
+class InsertLineOutOfRange(ToolArgumentError):
+    """``insert_line`` is outside ``[0, number of lines]`` and is not -1."""
+
+    default_reason = "INSERT_LINE_OUT_OF_RANGE"

@@ -1,0 +1,158 @@
+"""Agent rows and their conversations."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection, RowMapping
+
+from strata_memory.domain.errors import AgentNotFound, ConversationNotFound, EtagMismatch
+from strata_memory.domain.model import RecompilePolicy, RenderMode, ToolResultStyle
+from strata_memory.store import blocks, schema
+from strata_memory.store.records import (
+    DEFAULT_CONVERSATION,
+    AgentRecord,
+    ConversationRecord,
+    Page,
+    etag_of,
+    now_us,
+)
+
+
+def insert_agent(conn: Connection, agent: AgentRecord) -> AgentRecord:
+    """Store a new agent (version 1) with its ``default`` conversation."""
+    stamp = now_us()
+    conn.execute(
+        insert(schema.agents).values(
+            id=agent.id,
+            tenant_id=agent.tenant_id,
+            name=agent.name,
+            system=agent.system,
+            render_mode=agent.render_mode.value,
+            recompile_policy=agent.recompile_policy.value,
+            timezone=agent.timezone,
+            tool_result_style=agent.tool_result_style.value,
+            version=1,
+            next_sequence=1,
+            created_us=stamp,
+            updated_us=stamp,
+        )
+    )
+    insert_conversation(conn, agent.id, DEFAULT_CONVERSATION)
+    return get_agent(conn, agent.tenant_id, agent.id)
+
+
+def get_agent(conn: Connection, tenant_id: str, agent_id: str, *, for_update: bool = False) -> AgentRecord:
+    query = select(schema.agents).where(
+        schema.agents.c.id == agent_id, schema.agents.c.tenant_id == tenant_id
+    )
+    row = conn.execute(query.with_for_update() if for_update else query).mappings().first()
+    if row is None:
+        raise AgentNotFound(agent_id)
+    return _record(row, blocks.agent_labels(conn, agent_id))
+
+
+def list_agents(conn: Connection, tenant_id: str, page: Page) -> list[AgentRecord]:
+    query = (
+        select(schema.agents)
+        .where(schema.agents.c.tenant_id == tenant_id)
+        .order_by(schema.agents.c.created_us, schema.agents.c.id)
+        .offset(page.offset)
+        .limit(page.size)
+    )
+    return [_record(row, blocks.agent_labels(conn, row["id"])) for row in conn.execute(query).mappings()]
+
+
+def write_agent(conn: Connection, current: AgentRecord, new: AgentRecord) -> AgentRecord:
+    """Replace the agent's settings if it is still at ``current``'s version."""
+    result = conn.execute(
+        update(schema.agents)
+        .where(schema.agents.c.id == current.id, schema.agents.c.version == current.version)
+        .values(
+            name=new.name,
+            system=new.system,
+            render_mode=new.render_mode.value,
+            recompile_policy=new.recompile_policy.value,
+            timezone=new.timezone,
+            tool_result_style=new.tool_result_style.value,
+            version=current.version + 1,
+            updated_us=now_us(),
+        )
+    )
+    if result.rowcount != 1:
+        actual = conn.execute(
+            select(schema.agents.c.version).where(schema.agents.c.id == current.id)
+        ).scalar()
+        raise EtagMismatch(f"Agent '{current.id}'", expected=current.etag, actual=etag_of(actual or 0))
+    return get_agent(conn, current.tenant_id, current.id)
+
+
+def delete_agent(conn: Connection, agent: AgentRecord) -> None:
+    """Delete the agent with its messages, files, prompts and conversations; orphaned blocks go too."""
+    block_ids = [b.block.id for b in blocks.agent_blocks(conn, agent.id)]
+    for table in (schema.messages, schema.files, schema.conversations, schema.agent_blocks):
+        conn.execute(delete(table).where(table.c.agent_id == agent.id))
+    conn.execute(delete(schema.system_prompts).where(schema.system_prompts.c.agent_id == agent.id))
+    conn.execute(delete(schema.agents).where(schema.agents.c.id == agent.id))
+    blocks.delete_if_orphaned(conn, block_ids)
+
+
+def reserve_sequences(conn: Connection, agent_id: str, count: int) -> int:
+    """Claim ``count`` consecutive message sequence numbers; returns the first."""
+    first = conn.execute(
+        select(schema.agents.c.next_sequence).where(schema.agents.c.id == agent_id)
+    ).scalar_one()
+    conn.execute(
+        update(schema.agents).where(schema.agents.c.id == agent_id).values(next_sequence=first + count)
+    )
+    return int(first)
+
+
+def insert_conversation(conn: Connection, agent_id: str, conversation_id: str) -> ConversationRecord:
+    stamp = now_us()
+    conn.execute(insert(schema.conversations).values(agent_id=agent_id, id=conversation_id, created_us=stamp))
+    return ConversationRecord(agent_id, conversation_id, stamp)
+
+
+def get_conversation(conn: Connection, agent_id: str, conversation_id: str) -> ConversationRecord:
+    row = (
+        conn.execute(
+            select(schema.conversations).where(
+                schema.conversations.c.agent_id == agent_id, schema.conversations.c.id == conversation_id
+            )
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise ConversationNotFound(agent_id, conversation_id)
+    return ConversationRecord(row["agent_id"], row["id"], row["created_us"])
+
+
+def list_conversations(conn: Connection, agent_id: str, page: Page) -> list[ConversationRecord]:
+    query = (
+        select(schema.conversations)
+        .where(schema.conversations.c.agent_id == agent_id)
+        .order_by(schema.conversations.c.created_us, schema.conversations.c.id)
+        .offset(page.offset)
+        .limit(page.size)
+    )
+    return [
+        ConversationRecord(r["agent_id"], r["id"], r["created_us"]) for r in conn.execute(query).mappings()
+    ]
+
+
+def _record(row: RowMapping, labels: tuple[str, ...]) -> AgentRecord:
+    return AgentRecord(
+        id=row["id"],
+        tenant_id=row["tenant_id"],
+        name=row["name"],
+        system=row["system"],
+        render_mode=RenderMode(row["render_mode"]),
+        recompile_policy=RecompilePolicy(row["recompile_policy"]),
+        timezone=row["timezone"],
+        tool_result_style=ToolResultStyle(row["tool_result_style"]),
+        version=row["version"],
+        created_us=row["created_us"],
+        updated_us=row["updated_us"],
+        block_labels=labels,
+    )

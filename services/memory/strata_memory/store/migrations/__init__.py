@@ -1,0 +1,1 @@
+"""Alembic migrations of MemoryService's schema, applied at start-up (``Database.migrate``)."""

@@ -1,0 +1,136 @@
+"""What the store hands back: immutable records of stored rows, with ids, tenants and times."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from strata_memory.domain.model import Block, RecompilePolicy, RenderMode, ToolResultStyle
+
+DEFAULT_CONVERSATION = "default"
+
+
+def now_us() -> int:
+    """Current time as integer microseconds since the epoch (how the store keeps time)."""
+    return time.time_ns() // 1000
+
+
+def to_datetime(us: int) -> datetime:
+    return datetime.fromtimestamp(us / 1_000_000, UTC)
+
+
+def etag_of(version: int) -> str:
+    """The etag clients send back for a conditional write: the row's version counter."""
+    return str(version)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRecord:
+    id: str
+    tenant_id: str
+    name: str
+    system: str
+    render_mode: RenderMode
+    recompile_policy: RecompilePolicy
+    timezone: str
+    tool_result_style: ToolResultStyle
+    version: int
+    created_us: int
+    updated_us: int
+    block_labels: tuple[str, ...] = ()
+
+    @property
+    def etag(self) -> str:
+        return etag_of(self.version)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRecord:
+    """A stored block: the domain value plus its tenant and times."""
+
+    block: Block
+    tenant_id: str
+    created_us: int
+    updated_us: int
+
+    @property
+    def etag(self) -> str:
+        return etag_of(self.block.version)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockVersionRecord:
+    block_id: str
+    version: int
+    label: str
+    value: str
+    limit: int
+    description: str
+    read_only: bool
+    metadata: Mapping[str, str]
+    source: str
+    actor: str
+    changed_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    agent_id: str
+    id: str
+    created_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    id: str
+    tenant_id: str
+    agent_id: str
+    directory: str
+    name: str
+    content: str
+    description: str
+    limit: int
+    is_open: bool
+    created_us: int
+    updated_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    id: str
+    tenant_id: str
+    agent_id: str
+    conversation_id: str
+    role: str
+    content: str
+    name: str = ""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    tool_call_id: str = ""
+    sequence: int = 0
+    created_us: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRecord:
+    agent_id: str
+    conversation_id: str
+    text: str
+    fingerprint: str
+    compiled_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """Where a list starts (offset) and how many rows it returns."""
+
+    offset: int = 0
+    size: int = 50

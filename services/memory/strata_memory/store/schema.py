@@ -1,0 +1,136 @@
+"""The tables of MemoryService's store. Timestamps are integer microseconds since the epoch (UTC).
+
+Migrations under ``migrations/versions`` create and evolve these tables; this module is what the code
+reads and writes through, and a test checks that the migrated database matches it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False, index=True),
+    Column("name", Text, nullable=False),
+    Column("system", Text, nullable=False),
+    Column("render_mode", String(32), nullable=False),
+    Column("recompile_policy", String(32), nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("tool_result_style", String(32), nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("next_sequence", BigInteger, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    Column("updated_us", BigInteger, nullable=False),
+)
+
+blocks = Table(
+    "blocks",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False, index=True),
+    Column("label", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    Column("char_limit", Integer, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("read_only", Boolean, nullable=False),
+    Column("metadata", JSON, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    Column("updated_us", BigInteger, nullable=False),
+)
+
+agent_blocks = Table(
+    "agent_blocks",
+    metadata,
+    Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
+    Column("block_id", String(64), ForeignKey("blocks.id", ondelete="CASCADE"), primary_key=True),
+    Column("label", Text, nullable=False),
+    Column("position", BigInteger, nullable=False),
+    UniqueConstraint("agent_id", "label", name="uq_agent_blocks_label"),
+)
+
+block_versions = Table(
+    "block_versions",
+    metadata,
+    Column("block_id", String(64), ForeignKey("blocks.id", ondelete="CASCADE"), primary_key=True),
+    Column("version", BigInteger, primary_key=True),
+    Column("label", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    Column("char_limit", Integer, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("read_only", Boolean, nullable=False),
+    Column("metadata", JSON, nullable=False),
+    Column("source", String(128), nullable=False),
+    Column("actor", String(128), nullable=False),
+    Column("changed_us", BigInteger, nullable=False),
+)
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
+    Column("id", String(128), primary_key=True),
+    Column("created_us", BigInteger, nullable=False),
+)
+
+system_prompts = Table(
+    "system_prompts",
+    metadata,
+    Column("agent_id", String(64), primary_key=True),
+    Column("conversation_id", String(128), primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("compiled_us", BigInteger, nullable=False),
+)
+
+files = Table(
+    "files",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False),
+    Column("directory", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("char_limit", Integer, nullable=False),
+    Column("is_open", Boolean, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    Column("updated_us", BigInteger, nullable=False),
+    UniqueConstraint("agent_id", "directory", "name", name="uq_files_name"),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False),
+    Column("conversation_id", String(128), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("tool_calls", JSON, nullable=False),
+    Column("tool_call_id", Text, nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    UniqueConstraint("agent_id", "sequence", name="uq_messages_sequence"),
+    Index("ix_messages_conversation", "agent_id", "conversation_id", "sequence"),
+)

@@ -58,7 +58,9 @@ class Block:
     limit: int = DEFAULT_BLOCK_LIMIT
     description: str = ""
     read_only: bool = False
-    metadata: Mapping[str, str] = field(default=_EMPTY)
+    metadata: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    """Never rendered. The default is one shared read-only empty mapping (a ``default_factory``:
+    dataclasses refuse a mappingproxy as a plain default because it is unhashable)."""
     id: str = ""
     version: int = 0
 

@@ -1,0 +1,142 @@
+"""Decoding and checking tool arguments exactly as an LLM emits them.
+
+Every problem becomes a :class:`ToolArgumentError` that names the argument, so the model can fix its
+call; nothing here raises a bare exception. String arguments have their line endings normalised to
+``\\n`` (``\\r\\n`` and lone ``\\r``); tabs and all other characters are kept as written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import LineNumberPrefix, ToolArgumentError
+from ..render import LINE_NUMBER_WARNING
+
+LINE_NUMBER_PREFIX = re.compile(r"^[ \t]*\d+→[ \t]*", re.MULTILINE)
+"""A line that starts like a rendered line-numbered value line (Letta's guard regex)."""
+_WARNING_SENTENCE = LINE_NUMBER_WARNING.split(". ", 1)[0]
+"""The warning's first sentence: quoting any part of the banner from there on is refused."""
+_GUARD_TAIL = (
+    "Do not include line numbers when calling memory tools (line numbers are for display purposes only)."
+)
+
+
+def decode_arguments(tool: str, arguments: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments as a dict: JSON text is parsed (raw control characters inside strings allowed,
+    as LLMs emit them); an empty or blank text means no arguments."""
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            decoded = json.loads(arguments, strict=False)
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentError(
+                f"Arguments for {tool} are not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
+            ) from exc
+        except (ValueError, RecursionError) as exc:
+            raise ToolArgumentError(f"Arguments for {tool} are not valid JSON: {exc}.") from exc
+    else:
+        decoded = arguments
+    if not isinstance(decoded, Mapping):
+        raise ToolArgumentError(f"Arguments for {tool} must be a JSON object, got {_json_type(decoded)}.")
+    if not all(isinstance(key, str) for key in decoded):
+        raise ToolArgumentError(f"Arguments for {tool} must have string keys.")
+    return dict(decoded)
+
+
+class Arguments:
+    """Typed access to one call's arguments; unknown names are refused up front."""
+
+    def __init__(self, tool: str, values: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+        unknown = sorted(set(values) - set(allowed))
+        if unknown:
+            raise ToolArgumentError(
+                f"{tool} got unexpected argument(s) {', '.join(map(repr, unknown))}; "
+                f"its arguments are: {', '.join(allowed)}.",
+                field_violations=[(name, "unexpected argument") for name in unknown],
+            )
+        self.tool = tool
+        self._values = values
+
+    def required_str(self, name: str, *, purpose: str = "") -> str:
+        """A string argument that must be present (JSON ``null`` counts as missing)."""
+        value = self._values.get(name)
+        if value is None:
+            suffix = f" for {purpose}" if purpose else ""
+            raise ToolArgumentError(
+                f"{self.tool}: '{name}' is required{suffix}.",
+                field_violations=[(name, "required")],
+            )
+        return self._as_str(name, value)
+
+    def optional_str(self, name: str, default: str | None = None) -> str | None:
+        """A string argument that may be absent or ``null`` (then ``default``)."""
+        value = self._values.get(name)
+        return default if value is None else self._as_str(name, value)
+
+    def optional_int(self, name: str, default: int) -> int:
+        """An integer argument (``5`` or ``5.0``; not ``true``, not ``"5"``), ``default`` if absent."""
+        value = self._values.get(name)
+        if value is None:
+            return default
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._mistyped(name, "an integer", value)
+        return value
+
+    def given(self, name: str) -> bool:
+        """Whether the argument is present with a non-null value."""
+        return self._values.get(name) is not None
+
+    def _as_str(self, name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise self._mistyped(name, "a string", value)
+        return normalise_newlines(value)
+
+    def _mistyped(self, name: str, expected: str, value: Any) -> ToolArgumentError:
+        return ToolArgumentError(
+            f"{self.tool}: '{name}' must be {expected}, got {_json_type(value)}.",
+            field_violations=[(name, f"must be {expected}")],
+        )
+
+
+def normalise_newlines(text: str) -> str:
+    """``\\r\\n`` and lone ``\\r`` become ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def refuse_line_numbers(name: str, text: str) -> None:
+    """Refuse a text argument that copies display-only line numbers or the line-number warning."""
+    if LINE_NUMBER_PREFIX.search(text):
+        raise LineNumberPrefix(
+            f"{name} contains a line number prefix, which is not allowed. {_GUARD_TAIL}",
+            metadata={"argument": name},
+        )
+    if _WARNING_SENTENCE in text:
+        raise LineNumberPrefix(
+            f"{name} contains the line number warning, which is not allowed. {_GUARD_TAIL}",
+            metadata={"argument": name},
+        )
+
+
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "a boolean"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (Mapping, "an object"),
+    ((list, tuple), "an array"),
+)
+
+
+def _json_type(value: Any) -> str:
+    """How a decoded JSON value is named in error messages (bool is checked before number)."""
+    if value is None:
+        return "null"
+    for types, name in _JSON_TYPES:
+        if isinstance(value, types):
+            return name
+    return type(value).__name__

@@ -113,6 +113,14 @@ def insert_conversation(conn: Connection, agent_id: str, conversation_id: str) -
     return ConversationRecord(agent_id, conversation_id, stamp)
 
 
+def has_conversation(conn: Connection, agent_id: str, conversation_id: str) -> bool:
+    try:
+        get_conversation(conn, agent_id, conversation_id)
+    except ConversationNotFound:
+        return False
+    return True
+
+
 def get_conversation(conn: Connection, agent_id: str, conversation_id: str) -> ConversationRecord:
     row = (
         conn.execute(

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n strata/memory/v1/resources.proto\x12\x10strata.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\x03\n\x05\x41gent\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06system\x18\x04 \x01(\t\x12\x31\n\x0brender_mode\x18\x05 \x01(\x0e\x32\x1c.strata.memory.v1.RenderMode\x12;\n\x10recompile_policy\x18\x06 \x01(\x0e\x32!.strata.memory.v1.RecompilePolicy\x12\x10\n\x08timezone\x18\x07 \x01(\t\x12<\n\x11tool_result_style\x18\x08 \x01(\x0e\x32!.strata.memory.v1.ToolResultStyle\x12\x14\n\x0c\x62lock_labels\x18\t \x03(\t\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04\x65tag\x18\x0c \x01(\t\"\xfd\x02\n\x05\x42lock\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\r\n\x05value\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\x12\x11\n\tread_only\x18\x07 \x01(\x08\x12\x37\n\x08metadata\x18\x08 \x03(\x0b\x32%.strata.memory.v1.Block.MetadataEntry\x12\x15\n\rchars_current\x18\t \x01(\x05\x12\x0f\n\x07version\x18\n \x01(\x03\x12\x0c\n\x04\x65tag\x18\x0b \x01(\t\x12/\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"=\n\x08\x42lockRef\x12\x10\n\x08\x62lock_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\"\xd6\x01\n\x0c\x42lockVersion\x12\x10\n\x08\x62lock_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\r\n\x05label\x18\x03 \x01(\t\x12\r\n\x05value\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\x12\x11\n\tread_only\x18\x07 \x01(\x08\x12\x0e\n\x06source\x18\x08 \x01(\t\x12\r\n\x05\x61\x63tor\x18\t \x01(\t\x12/\n\x0b\x63hange_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"p\n\x0c\x43onversation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12/\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x80\x02\n\x04\x46ile\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x11\n\tdirectory\x18\x04 \x01(\t\x12\x0c\n\x04name\x18\x05 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x07 \x01(\t\x12\r\n\x05limit\x18\x08 \x01(\x05\x12\x0f\n\x07is_open\x18\t \x01(\x08\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xa8\x02\n\x07Message\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x04 \x01(\t\x12+\n\x04role\x18\x05 \x01(\x0e\x32\x1d.strata.memory.v1.MessageRole\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12\x0c\n\x04name\x18\x07 \x01(\t\x12.\n\ntool_calls\x18\x08 \x03(\x0b\x32\x1a.strata.memory.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\t \x01(\t\x12\x10\n\x08sequence\x18\n \x01(\x03\x12/\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x88\x01\n\x0cSystemPrompt\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x30\n\x0c\x63ompile_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05stale\x18\x05 \x01(\x08\"W\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x13\n\x0bjson_schema\x18\x03 \x01(\t\x12\x17\n\x0fneeds_retrieval\x18\x04 \x01(\x08*w\n\nRenderMode\x12\x1b\n\x17RENDER_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14RENDER_MODE_STANDARD\x10\x01\x12\x1d\n\x19RENDER_MODE_LINE_NUMBERED\x10\x02\x12\x13\n\x0fRENDER_MODE_GIT\x10\x03*p\n\x0fRecompilePolicy\x12 \n\x1cRECOMPILE_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18RECOMPILE_POLICY_ON_EDIT\x10\x01\x12\x1d\n\x19RECOMPILE_POLICY_EXPLICIT\x10\x02*u\n\x0fToolResultStyle\x12!\n\x1dTOOL_RESULT_STYLE_UNSPECIFIED\x10\x00\x12 \n\x1cTOOL_RESULT_STYLE_FULL_VALUE\x10\x01\x12\x1d\n\x19TOOL_RESULT_STYLE_SNIPPET\x10\x02*\x8e\x01\n\x0bMessageRole\x12\x1c\n\x18MESSAGE_ROLE_UNSPECIFIED\x10\x00\x12\x17\n\x13MESSAGE_ROLE_SYSTEM\x10\x01\x12\x15\n\x11MESSAGE_ROLE_USER\x10\x02\x12\x1a\n\x16MESSAGE_ROLE_ASSISTANT\x10\x03\x12\x15\n\x11MESSAGE_ROLE_TOOL\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n strata/memory/v1/resources.proto\x12\x10strata.memory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\x03\n\x05\x41gent\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06system\x18\x04 \x01(\t\x12\x31\n\x0brender_mode\x18\x05 \x01(\x0e\x32\x1c.strata.memory.v1.RenderMode\x12;\n\x10recompile_policy\x18\x06 \x01(\x0e\x32!.strata.memory.v1.RecompilePolicy\x12\x10\n\x08timezone\x18\x07 \x01(\t\x12<\n\x11tool_result_style\x18\x08 \x01(\x0e\x32!.strata.memory.v1.ToolResultStyle\x12\x14\n\x0c\x62lock_labels\x18\t \x03(\t\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04\x65tag\x18\x0c \x01(\t\"\x8c\x03\n\x05\x42lock\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\x12\r\n\x05value\x18\x04 \x01(\t\x12\x12\n\x05limit\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\x12\x11\n\tread_only\x18\x07 \x01(\x08\x12\x37\n\x08metadata\x18\x08 \x03(\x0b\x32%.strata.memory.v1.Block.MetadataEntry\x12\x15\n\rchars_current\x18\t \x01(\x05\x12\x0f\n\x07version\x18\n \x01(\x03\x12\x0c\n\x04\x65tag\x18\x0b \x01(\t\x12/\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x08\n\x06_limit\"=\n\x08\x42lockRef\x12\x10\n\x08\x62lock_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\"\xd6\x01\n\x0c\x42lockVersion\x12\x10\n\x08\x62lock_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\r\n\x05label\x18\x03 \x01(\t\x12\r\n\x05value\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\x12\x11\n\tread_only\x18\x07 \x01(\x08\x12\x0e\n\x06source\x18\x08 \x01(\t\x12\r\n\x05\x61\x63tor\x18\t \x01(\t\x12/\n\x0b\x63hange_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"p\n\x0c\x43onversation\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12/\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x8f\x02\n\x04\x46ile\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x11\n\tdirectory\x18\x04 \x01(\t\x12\x0c\n\x04name\x18\x05 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x07 \x01(\t\x12\x12\n\x05limit\x18\x08 \x01(\x05H\x00\x88\x01\x01\x12\x0f\n\x07is_open\x18\t \x01(\x08\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0bupdate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x08\n\x06_limit\"7\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\targuments\x18\x03 \x01(\t\"\xa8\x02\n\x07Message\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x04 \x01(\t\x12+\n\x04role\x18\x05 \x01(\x0e\x32\x1d.strata.memory.v1.MessageRole\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12\x0c\n\x04name\x18\x07 \x01(\t\x12.\n\ntool_calls\x18\x08 \x03(\x0b\x32\x1a.strata.memory.v1.ToolCall\x12\x14\n\x0ctool_call_id\x18\t \x01(\t\x12\x10\n\x08sequence\x18\n \x01(\x03\x12/\n\x0b\x63reate_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x88\x01\n\x0cSystemPrompt\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x30\n\x0c\x63ompile_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05stale\x18\x05 \x01(\x08\"W\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x13\n\x0bjson_schema\x18\x03 \x01(\t\x12\x17\n\x0fneeds_retrieval\x18\x04 \x01(\x08*w\n\nRenderMode\x12\x1b\n\x17RENDER_MODE_UNSPECIFIED\x10\x00\x12\x18\n\x14RENDER_MODE_STANDARD\x10\x01\x12\x1d\n\x19RENDER_MODE_LINE_NUMBERED\x10\x02\x12\x13\n\x0fRENDER_MODE_GIT\x10\x03*p\n\x0fRecompilePolicy\x12 \n\x1cRECOMPILE_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n\x18RECOMPILE_POLICY_ON_EDIT\x10\x01\x12\x1d\n\x19RECOMPILE_POLICY_EXPLICIT\x10\x02*u\n\x0fToolResultStyle\x12!\n\x1dTOOL_RESULT_STYLE_UNSPECIFIED\x10\x00\x12 \n\x1cTOOL_RESULT_STYLE_FULL_VALUE\x10\x01\x12\x1d\n\x19TOOL_RESULT_STYLE_SNIPPET\x10\x02*\x8e\x01\n\x0bMessageRole\x12\x1c\n\x18MESSAGE_ROLE_UNSPECIFIED\x10\x00\x12\x17\n\x13MESSAGE_ROLE_SYSTEM\x10\x01\x12\x15\n\x11MESSAGE_ROLE_USER\x10\x02\x12\x1a\n\x16MESSAGE_ROLE_ASSISTANT\x10\x03\x12\x15\n\x11MESSAGE_ROLE_TOOL\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,34 +34,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_BLOCK_METADATAENTRY']._loaded_options = None
   _globals['_BLOCK_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_RENDERMODE']._serialized_start=2105
-  _globals['_RENDERMODE']._serialized_end=2224
-  _globals['_RECOMPILEPOLICY']._serialized_start=2226
-  _globals['_RECOMPILEPOLICY']._serialized_end=2338
-  _globals['_TOOLRESULTSTYLE']._serialized_start=2340
-  _globals['_TOOLRESULTSTYLE']._serialized_end=2457
-  _globals['_MESSAGEROLE']._serialized_start=2460
-  _globals['_MESSAGEROLE']._serialized_end=2602
+  _globals['_RENDERMODE']._serialized_start=2135
+  _globals['_RENDERMODE']._serialized_end=2254
+  _globals['_RECOMPILEPOLICY']._serialized_start=2256
+  _globals['_RECOMPILEPOLICY']._serialized_end=2368
+  _globals['_TOOLRESULTSTYLE']._serialized_start=2370
+  _globals['_TOOLRESULTSTYLE']._serialized_end=2487
+  _globals['_MESSAGEROLE']._serialized_start=2490
+  _globals['_MESSAGEROLE']._serialized_end=2632
   _globals['_AGENT']._serialized_start=88
   _globals['_AGENT']._serialized_end=482
   _globals['_BLOCK']._serialized_start=485
-  _globals['_BLOCK']._serialized_end=866
-  _globals['_BLOCK_METADATAENTRY']._serialized_start=819
-  _globals['_BLOCK_METADATAENTRY']._serialized_end=866
-  _globals['_BLOCKREF']._serialized_start=868
-  _globals['_BLOCKREF']._serialized_end=929
-  _globals['_BLOCKVERSION']._serialized_start=932
-  _globals['_BLOCKVERSION']._serialized_end=1146
-  _globals['_CONVERSATION']._serialized_start=1148
-  _globals['_CONVERSATION']._serialized_end=1260
-  _globals['_FILE']._serialized_start=1263
-  _globals['_FILE']._serialized_end=1519
-  _globals['_TOOLCALL']._serialized_start=1521
-  _globals['_TOOLCALL']._serialized_end=1576
-  _globals['_MESSAGE']._serialized_start=1579
-  _globals['_MESSAGE']._serialized_end=1875
-  _globals['_SYSTEMPROMPT']._serialized_start=1878
-  _globals['_SYSTEMPROMPT']._serialized_end=2014
-  _globals['_TOOL']._serialized_start=2016
-  _globals['_TOOL']._serialized_end=2103
+  _globals['_BLOCK']._serialized_end=881
+  _globals['_BLOCK_METADATAENTRY']._serialized_start=824
+  _globals['_BLOCK_METADATAENTRY']._serialized_end=871
+  _globals['_BLOCKREF']._serialized_start=883
+  _globals['_BLOCKREF']._serialized_end=944
+  _globals['_BLOCKVERSION']._serialized_start=947
+  _globals['_BLOCKVERSION']._serialized_end=1161
+  _globals['_CONVERSATION']._serialized_start=1163
+  _globals['_CONVERSATION']._serialized_end=1275
+  _globals['_FILE']._serialized_start=1278
+  _globals['_FILE']._serialized_end=1549
+  _globals['_TOOLCALL']._serialized_start=1551
+  _globals['_TOOLCALL']._serialized_end=1606
+  _globals['_MESSAGE']._serialized_start=1609
+  _globals['_MESSAGE']._serialized_end=1905
+  _globals['_SYSTEMPROMPT']._serialized_start=1908
+  _globals['_SYSTEMPROMPT']._serialized_end=2044
+  _globals['_TOOL']._serialized_start=2046
+  _globals['_TOOL']._serialized_end=2133
 # @@protoc_insertion_point(module_scope)

@@ -254,7 +254,7 @@ class Block(_message.Message):
         tenant_id: _builtins.str = ...,
         label: _builtins.str = ...,
         value: _builtins.str = ...,
-        limit: _builtins.int = ...,
+        limit: _builtins.int | None = ...,
         description: _builtins.str = ...,
         read_only: _builtins.bool = ...,
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
@@ -264,11 +264,13 @@ class Block(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_limit", b"_limit", "create_time", b"create_time", "limit", b"limit", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chars_current", b"chars_current", "create_time", b"create_time", "description", b"description", "etag", b"etag", "id", b"id", "label", b"label", "limit", b"limit", "metadata", b"metadata", "read_only", b"read_only", "tenant_id", b"tenant_id", "update_time", b"update_time", "value", b"value", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_limit", b"_limit", "chars_current", b"chars_current", "create_time", b"create_time", "description", b"description", "etag", b"etag", "id", b"id", "label", b"label", "limit", b"limit", "metadata", b"metadata", "read_only", b"read_only", "tenant_id", b"tenant_id", "update_time", b"update_time", "value", b"value", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__limit: _TypeAlias = _typing.Literal["limit"]  # noqa: Y015
+    _WhichOneofArgType__limit: _TypeAlias = _typing.Literal["_limit", b"_limit"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__limit) -> _WhichOneofReturnType__limit | None: ...
 
 Global___Block: _TypeAlias = Block  # noqa: Y015
 
@@ -426,16 +428,18 @@ class File(_message.Message):
         name: _builtins.str = ...,
         content: _builtins.str = ...,
         description: _builtins.str = ...,
-        limit: _builtins.int = ...,
+        limit: _builtins.int | None = ...,
         is_open: _builtins.bool = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_limit", b"_limit", "create_time", b"create_time", "limit", b"limit", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "content", b"content", "create_time", b"create_time", "description", b"description", "directory", b"directory", "id", b"id", "is_open", b"is_open", "limit", b"limit", "name", b"name", "tenant_id", b"tenant_id", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_limit", b"_limit", "agent_id", b"agent_id", "content", b"content", "create_time", b"create_time", "description", b"description", "directory", b"directory", "id", b"id", "is_open", b"is_open", "limit", b"limit", "name", b"name", "tenant_id", b"tenant_id", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__limit: _TypeAlias = _typing.Literal["limit"]  # noqa: Y015
+    _WhichOneofArgType__limit: _TypeAlias = _typing.Literal["_limit", b"_limit"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__limit) -> _WhichOneofReturnType__limit | None: ...
 
 Global___File: _TypeAlias = File  # noqa: Y015
 

@@ -1,0 +1,20 @@
+"""MemoryService settings, read once from ``STRATA_MEMORY_*`` environment variables."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class MemorySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STRATA_MEMORY_", frozen=True, extra="forbid")
+
+    address: str = "127.0.0.1:50051"
+    """host:port to listen on (port 0 picks a free one)."""
+    database_url: str = "sqlite:///.data/memory/memory.sqlite3"
+    """SQLAlchemy URL of the store: a SQLite file by default, ``postgresql+psycopg://…`` to share."""
+    db_workers: int = 4
+    """Threads that run store transactions off the event loop."""
+    shutdown_grace_seconds: float = 5.0
+    """On SIGTERM: report NOT_SERVING, then let calls in flight finish for this long."""
+    log_level: str = "INFO"
+    log_json: bool = True

@@ -1,0 +1,87 @@
+"""MemoryService entry point: build the store and operations once, serve until SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from strata.memory.v1 import memory_service_pb2, memory_service_pb2_grpc
+from strata_memory.config import MemorySettings
+from strata_memory.operations.agents import Agents
+from strata_memory.operations.blocks import Blocks
+from strata_memory.operations.files import Files
+from strata_memory.operations.messages import Messages
+from strata_memory.operations.prompts import Clock, Prompts
+from strata_memory.operations.tools import ToolRunner
+from strata_memory.servicer import MemoryOperations, MemoryServicer
+from strata_memory.store.database import Database
+from strata_serving.logs import configure_logging
+from strata_serving.server import GrpcServer
+
+SERVICE_NAME = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class MemoryServer:
+    """A running MemoryService: its gRPC server and the store it owns."""
+
+    grpc: GrpcServer
+    database: Database
+
+    @property
+    def address(self) -> str:
+        return self.grpc.address
+
+    async def stop(self, grace: float = 5.0) -> None:
+        await self.grpc.stop(grace)
+        self.database.close()
+
+
+def build_operations(database: Database, clock: Clock) -> MemoryOperations:
+    prompts = Prompts(database, clock)
+    return MemoryOperations(
+        agents=Agents(database, prompts),
+        blocks=Blocks(database, prompts),
+        files=Files(database, prompts),
+        messages=Messages(database),
+        prompts=prompts,
+        tools=ToolRunner(database, prompts, clock),
+    )
+
+
+async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_now) -> MemoryServer:
+    """Open (and migrate) the store, start serving, then report SERVING."""
+    database = Database(settings.database_url, max_workers=settings.db_workers)
+    await asyncio.get_running_loop().run_in_executor(None, database.migrate)
+    servicer = MemoryServicer(build_operations(database, clock))
+    server = GrpcServer(
+        settings.address,
+        service_names=[SERVICE_NAME],
+        register=lambda s: memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, s),
+    )
+    await server.start()
+    await server.mark_serving()
+    return MemoryServer(server, database)
+
+
+async def serve(settings: MemorySettings) -> None:
+    running = await start_memory_server(settings)
+    try:
+        await running.grpc.serve_until_signal(settings.shutdown_grace_seconds)
+    finally:
+        running.database.close()
+
+
+def main() -> None:
+    settings = MemorySettings()
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    asyncio.run(serve(settings))
+
+
+if __name__ == "__main__":
+    main()

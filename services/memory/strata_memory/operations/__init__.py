@@ -1,0 +1,1 @@
+"""What MemoryService does, one module per resource: validate, run the pure core, write the store."""

@@ -1,0 +1,210 @@
+"""Blocks through the API: create, read, update with update_mask and etag, share, history."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection
+
+from strata_memory.domain.budgets import check_budget, check_limit_change, validate_label, validate_limit
+from strata_memory.domain.errors import BlockNotFound, EtagMismatch
+from strata_memory.domain.model import Block
+from strata_memory.operations.agents import checked_block
+from strata_memory.operations.prompts import Prompts, unified_diff
+from strata_memory.store import agents as agent_rows
+from strata_memory.store import blocks as block_rows
+from strata_memory.store.database import Database
+from strata_memory.store.records import AgentRecord, BlockRecord, BlockVersionRecord, Page
+from strata_serving.errors import InvalidArgument
+
+BLOCK_FIELDS = ("value", "limit", "description", "read_only", "metadata", "label")
+
+
+@dataclass(frozen=True, slots=True)
+class BlockLocator:
+    """Names a block by id, or by its label in an agent's memory."""
+
+    block_id: str = ""
+    agent_id: str = ""
+    label: str = ""
+
+    def find(self, conn: Connection, tenant_id: str, *, for_update: bool = False) -> BlockRecord:
+        if self.block_id:
+            return block_rows.get_block(conn, tenant_id, self.block_id, for_update=for_update)
+        agent = agent_rows.get_agent(conn, tenant_id, self.agent_id)
+        block_id = block_rows.block_id_for_label(conn, agent.id, self.label)
+        if block_id is None:
+            raise BlockNotFound(self.label, available=agent.block_labels, scope=f"agent '{agent.id}'")
+        return block_rows.get_block(conn, tenant_id, block_id, for_update=for_update)
+
+
+class Blocks:
+    def __init__(self, db: Database, prompts: Prompts) -> None:
+        self._db = db
+        self._prompts = prompts
+
+    async def create(self, tenant_id: str, block: Block, *, agent_id: str, actor: str) -> BlockRecord:
+        wanted = checked_block(block)
+
+        def work(conn: Connection) -> BlockRecord:
+            if agent_id:
+                agent_rows.get_agent(conn, tenant_id, agent_id)
+            record = block_rows.insert_block(conn, tenant_id, wanted, source="api:CreateBlock", actor=actor)
+            if agent_id:
+                block_rows.attach(conn, agent_id, record.block)
+                self._prompts.after_memory_change(conn, tenant_id, [agent_id])
+            return record
+
+        return await self._db.write(work)
+
+    async def get(self, tenant_id: str, locator: BlockLocator) -> BlockRecord:
+        return await self._db.read(lambda conn: locator.find(conn, tenant_id))
+
+    async def listing(self, tenant_id: str, agent_id: str, page: Page) -> list[BlockRecord]:
+        def work(conn: Connection) -> list[BlockRecord]:
+            if not agent_id:
+                return block_rows.tenant_blocks(conn, tenant_id, page)
+            agent_rows.get_agent(conn, tenant_id, agent_id)
+            return block_rows.agent_blocks(conn, agent_id)[page.offset : page.offset + page.size]
+
+        return await self._db.read(work)
+
+    async def update(
+        self, tenant_id: str, locator: BlockLocator, changes: Mapping[str, object], etag: str, *, actor: str
+    ) -> BlockRecord:
+        """Apply ``changes`` (field name → new value, names from BLOCK_FIELDS) under the budget."""
+        unknown = sorted(set(changes) - set(BLOCK_FIELDS))
+        if unknown or not changes:
+            raise InvalidArgument.field(
+                "update_mask", f"must name one or more of {', '.join(BLOCK_FIELDS)} (got {unknown or 'none'})"
+            )
+
+        def work(conn: Connection) -> BlockRecord:
+            current = locator.find(conn, tenant_id, for_update=True)
+            _check_etag(current, etag)
+            new = _changed(current.block, changes)
+            updated = block_rows.write_block(conn, current, new, source="api:UpdateBlock", actor=actor)
+            self._prompts.after_memory_change(conn, tenant_id, block_rows.holders(conn, updated.block.id))
+            return updated
+
+        return await self._db.write(work)
+
+    async def delete(self, tenant_id: str, locator: BlockLocator, etag: str) -> None:
+        def work(conn: Connection) -> None:
+            current = locator.find(conn, tenant_id, for_update=True)
+            _check_etag(current, etag)
+            agents = block_rows.holders(conn, current.block.id)
+            block_rows.delete_block(conn, current.block.id)
+            self._prompts.after_memory_change(conn, tenant_id, agents)
+
+        await self._db.write(work)
+
+    async def attach(self, tenant_id: str, agent_id: str, block_id: str) -> AgentRecord:
+        """Share a block with an agent (idempotent); its label must be free in that agent's memory."""
+
+        def work(conn: Connection) -> AgentRecord:
+            agent_rows.get_agent(conn, tenant_id, agent_id)
+            record = block_rows.get_block(conn, tenant_id, block_id)
+            if block_rows.attach(conn, agent_id, record.block):
+                self._prompts.after_memory_change(conn, tenant_id, [agent_id])
+            return agent_rows.get_agent(conn, tenant_id, agent_id)
+
+        return await self._db.write(work)
+
+    async def detach(self, tenant_id: str, agent_id: str, block_id: str) -> AgentRecord:
+        """Remove a block from an agent's memory; the block itself is kept."""
+
+        def work(conn: Connection) -> AgentRecord:
+            agent = agent_rows.get_agent(conn, tenant_id, agent_id)
+            record = block_rows.get_block(conn, tenant_id, block_id)
+            if not block_rows.detach(conn, agent_id, block_id):
+                raise BlockNotFound(
+                    record.block.label, available=agent.block_labels, scope=f"agent '{agent_id}'"
+                )
+            self._prompts.after_memory_change(conn, tenant_id, [agent_id])
+            return agent_rows.get_agent(conn, tenant_id, agent_id)
+
+        return await self._db.write(work)
+
+    async def versions(self, tenant_id: str, locator: BlockLocator, page: Page) -> list[BlockVersionRecord]:
+        def work(conn: Connection) -> list[BlockVersionRecord]:
+            return block_rows.versions(conn, locator.find(conn, tenant_id).block.id, page)
+
+        return await self._db.read(work)
+
+    async def diff(self, tenant_id: str, locator: BlockLocator, from_version: int, to_version: int) -> str:
+        def work(conn: Connection) -> str:
+            current = locator.find(conn, tenant_id)
+            old = _version(conn, current, from_version, "from_version")
+            new = _version(conn, current, to_version or current.block.version, "to_version")
+            return version_diff(old, new)
+
+        return await self._db.read(work)
+
+    async def restore(
+        self, tenant_id: str, locator: BlockLocator, number: int, etag: str, *, actor: str
+    ) -> BlockRecord:
+        """Write a new version whose content is that of version ``number`` (undo and redo alike)."""
+
+        def work(conn: Connection) -> BlockRecord:
+            current = locator.find(conn, tenant_id, for_update=True)
+            _check_etag(current, etag)
+            old = _version(conn, current, number, "version")
+            if old.label != current.block.label:
+                validate_label(old.label)
+            restored = dataclasses.replace(
+                current.block,
+                label=old.label,
+                value=old.value,
+                limit=old.limit,
+                description=old.description,
+                read_only=old.read_only,
+                metadata=dict(old.metadata),
+            )
+            updated = block_rows.write_block(
+                conn, current, restored, source=f"api:Restore(v{number})", actor=actor
+            )
+            self._prompts.after_memory_change(conn, tenant_id, block_rows.holders(conn, updated.block.id))
+            return updated
+
+        return await self._db.write(work)
+
+
+def version_diff(old: BlockVersionRecord, new: BlockVersionRecord) -> str:
+    """Attribute changes as ``# field: old -> new`` lines, then a unified diff of the value."""
+    header = [
+        f"# {name}: {getattr(old, name)!r} -> {getattr(new, name)!r}\n"
+        for name in ("label", "limit", "description", "read_only")
+        if getattr(old, name) != getattr(new, name)
+    ]
+    return "".join(header) + unified_diff(
+        old.value, new.value, old_name=f"v{old.version}", new_name=f"v{new.version}"
+    )
+
+
+def _version(conn: Connection, current: BlockRecord, number: int, field: str) -> BlockVersionRecord:
+    found = block_rows.version(conn, current.block.id, number)
+    if found is None:
+        raise InvalidArgument.field(
+            field, f"block has no version {number} (versions 1..{current.block.version})"
+        )
+    return found
+
+
+def _changed(block: Block, changes: Mapping[str, object]) -> Block:
+    new = dataclasses.replace(block, **changes)  # type: ignore[arg-type]
+    if "label" in changes:
+        validate_label(new.label, field="block.label")
+    if "limit" in changes:
+        validate_limit(new.limit, field="block.limit")
+        if "value" not in changes:
+            check_limit_change(block, new.limit)
+    check_budget(new, new.value)
+    return new
+
+
+def _check_etag(current: BlockRecord, sent: str) -> None:
+    if sent and sent != current.etag:
+        raise EtagMismatch(f"Block '{current.block.label}'", expected=sent, actual=current.etag)

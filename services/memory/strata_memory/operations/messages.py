@@ -1,0 +1,75 @@
+"""Recall memory: append messages (each numbered per agent) and list them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from sqlalchemy.engine import Connection
+
+from strata_memory.operations.agents import new_id
+from strata_memory.store import agents as agent_rows
+from strata_memory.store import messages as message_rows
+from strata_memory.store.database import Database
+from strata_memory.store.records import MessageRecord, Page, now_us
+from strata_serving.errors import InvalidArgument
+
+ROLES = ("system", "user", "assistant", "tool")
+MAX_MESSAGES_PER_APPEND = 1000
+
+
+def checked_messages(messages: Sequence[MessageRecord]) -> None:
+    """Refuse a batch with no messages, too many, an unknown role or a message with nothing in it."""
+    if not messages:
+        raise InvalidArgument.field("messages", "must contain at least one message")
+    if len(messages) > MAX_MESSAGES_PER_APPEND:
+        raise InvalidArgument.field(
+            "messages", f"at most {MAX_MESSAGES_PER_APPEND} per call (got {len(messages)})"
+        )
+    for i, message in enumerate(messages):
+        if message.role not in ROLES:
+            raise InvalidArgument.field(f"messages[{i}].role", f"must be one of {', '.join(ROLES)}")
+        if not message.content.strip() and not message.tool_calls:
+            raise InvalidArgument.field(f"messages[{i}].content", "must not be empty (or carry tool_calls)")
+
+
+class Messages:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def append(
+        self, tenant_id: str, agent_id: str, conversation_id: str, messages: Sequence[MessageRecord]
+    ) -> list[MessageRecord]:
+        checked_messages(messages)
+        stamp = now_us()
+        prepared = [
+            dataclasses.replace(
+                m,
+                id=new_id("message"),
+                tenant_id=tenant_id,
+                agent_id=agent_id,
+                conversation_id=conversation_id,
+                created_us=m.created_us or stamp,
+            )
+            for m in messages
+        ]
+
+        def work(conn: Connection) -> list[MessageRecord]:
+            agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
+            agent_rows.get_conversation(conn, agent_id, conversation_id)
+            return message_rows.append(conn, prepared)
+
+        return await self._db.write(work)
+
+    async def listing(
+        self, tenant_id: str, agent_id: str, *, conversation_id: str, roles: Sequence[str], page: Page
+    ) -> tuple[list[MessageRecord], int]:
+        def work(conn: Connection) -> tuple[list[MessageRecord], int]:
+            agent_rows.get_agent(conn, tenant_id, agent_id)
+            if conversation_id:
+                agent_rows.get_conversation(conn, agent_id, conversation_id)
+            return message_rows.list_messages(
+                conn, agent_id, conversation_id=conversation_id, roles=roles, page=page
+            )
+
+        return await self._db.read(work)

@@ -1,0 +1,160 @@
+"""Compiling, storing and recompiling system prompts (one per agent and conversation).
+
+A stored prompt changes only on a recompile: explicit (RecompileSystemPrompt) or, for agents with
+the ``on_edit`` policy, after each memory change. Its fingerprint hashes everything that shapes the
+text except the "last recompiled" timestamp, so a read can say whether it is stale.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import groupby
+
+from sqlalchemy.engine import Connection
+
+from strata_memory.domain.model import Directory, FileBlock, RecompilePolicy, RenderMode
+from strata_memory.domain.prompt import MemoryStats, assemble_system_prompt, render_memory_metadata
+from strata_memory.domain.render import compile_memory
+from strata_memory.store import agents as agent_rows
+from strata_memory.store import blocks as block_rows
+from strata_memory.store import files as file_rows
+from strata_memory.store import messages as message_rows
+from strata_memory.store import prompts as prompt_rows
+from strata_memory.store.database import Database
+from strata_memory.store.records import AgentRecord, FileRecord, Page, PromptRecord
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ALL = Page(0, 1_000_000)
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptView:
+    """A stored prompt and whether memory has moved on since it was compiled."""
+
+    prompt: PromptRecord
+    stale: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Recompiled:
+    prompt: PromptRecord
+    diff: str
+    saved: bool
+
+
+class Prompts:
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def get(self, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
+        return await self._db.read(lambda conn: self._view(conn, tenant_id, agent_id, conversation_id))
+
+    async def recompile(
+        self, tenant_id: str, agent_id: str, conversation_id: str, *, dry_run: bool
+    ) -> Recompiled:
+        def work(conn: Connection) -> Recompiled:
+            agent = agent_rows.get_agent(conn, tenant_id, agent_id)
+            agent_rows.get_conversation(conn, agent_id, conversation_id)
+            previous = prompt_rows.get_prompt(conn, agent_id, conversation_id)
+            fresh = self.compile(conn, agent, conversation_id)
+            diff = unified_diff(previous.text if previous else "", fresh.text)
+            if not dry_run:
+                prompt_rows.save_prompt(conn, fresh)
+            return Recompiled(fresh, diff, saved=not dry_run)
+
+        if dry_run:
+            return await self._db.read(work)
+        return await self._db.write(work)
+
+    async def render(self, tenant_id: str, agent_id: str, mode: RenderMode | None) -> tuple[str, RenderMode]:
+        """Core memory rendered in ``mode`` (the agent's own mode when None)."""
+
+        def work(conn: Connection) -> tuple[str, RenderMode]:
+            agent = agent_rows.get_agent(conn, tenant_id, agent_id)
+            used = mode or agent.render_mode
+            blocks = [record.block for record in block_rows.agent_blocks(conn, agent.id)]
+            return compile_memory(blocks, directories(file_rows.agent_files(conn, agent.id)), used), used
+
+        return await self._db.read(work)
+
+    def compile(self, conn: Connection, agent: AgentRecord, conversation_id: str) -> PromptRecord:
+        """The prompt as it would be compiled now (not saved)."""
+        text, fingerprint = self._render(conn, agent, conversation_id, self._clock())
+        return PromptRecord(agent.id, conversation_id, text, fingerprint, _us(self._clock()))
+
+    def recompile_all(self, conn: Connection, agent: AgentRecord) -> None:
+        """Recompile and save the prompt of every conversation of the agent."""
+        for conversation in agent_rows.list_conversations(conn, agent.id, _ALL):
+            prompt_rows.save_prompt(conn, self.compile(conn, agent, conversation.id))
+
+    def after_memory_change(self, conn: Connection, tenant_id: str, agent_ids: Iterable[str]) -> bool:
+        """Apply each agent's policy after its memory changed; True if any prompt was recompiled."""
+        recompiled = False
+        for agent_id in dict.fromkeys(agent_ids):
+            agent = agent_rows.get_agent(conn, tenant_id, agent_id)
+            if agent.recompile_policy is RecompilePolicy.ON_EDIT:
+                self.recompile_all(conn, agent)
+                recompiled = True
+        return recompiled
+
+    def _view(self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
+        agent = agent_rows.get_agent(conn, tenant_id, agent_id)
+        agent_rows.get_conversation(conn, agent_id, conversation_id)
+        stored = prompt_rows.get_prompt(conn, agent_id, conversation_id)
+        current = self.compile(conn, agent, conversation_id)
+        if stored is None:
+            return PromptView(current, stale=True)
+        return PromptView(stored, stale=stored.fingerprint != current.fingerprint)
+
+    def _render(
+        self, conn: Connection, agent: AgentRecord, conversation_id: str, now: datetime
+    ) -> tuple[str, str]:
+        blocks = [record.block for record in block_rows.agent_blocks(conn, agent.id)]
+        memory = compile_memory(blocks, directories(file_rows.agent_files(conn, agent.id)), agent.render_mode)
+        stats = MemoryStats(
+            agent_id=agent.id,
+            conversation_id=conversation_id,
+            recompiled_at=now,
+            timezone=agent.timezone,
+            message_count=message_rows.count(conn, agent.id),
+            archival_count=0,
+            archival_tags=(),
+        )
+        text = assemble_system_prompt(agent.system, memory, render_memory_metadata(stats))
+        timeless = dataclasses.replace(stats, recompiled_at=_EPOCH)
+        basis = assemble_system_prompt(agent.system, memory, render_memory_metadata(timeless))
+        return text, hashlib.sha256(basis.encode()).hexdigest()
+
+
+def directories(files: Iterable[FileRecord]) -> list[Directory]:
+    """Group an agent's files (ordered by directory) into rendered directories."""
+    return [
+        Directory(name=name, files=tuple(_file_block(f) for f in group))
+        for name, group in groupby(files, key=lambda f: f.directory)
+    ]
+
+
+def _file_block(file: FileRecord) -> FileBlock:
+    shown = file.content[: file.limit]
+    return FileBlock(
+        name=file.name, value=shown, limit=file.limit, description=file.description, is_open=file.is_open
+    )
+
+
+def unified_diff(old: str, new: str, *, old_name: str = "stored", new_name: str = "recompiled") -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=old_name, tofile=new_name
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _us(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000)

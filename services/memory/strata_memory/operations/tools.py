@@ -1,0 +1,187 @@
+"""ExecuteTool: run a memory tool call as an LLM emitted it, atomically, and answer as the LLM sees it.
+
+The pure planner decides what the call does against a snapshot of the agent's memory; this module
+applies the planned changes in the same write transaction (so nothing else can interleave), follows the
+agent's recompile policy, and turns any domain error into a failed tool *result* — except a stale
+etag, which is the caller's concurrency problem and fails the RPC with ABORTED.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection
+
+from strata_memory.domain.errors import BlockNotFound, EtagMismatch
+from strata_memory.domain.model import Block, RecompilePolicy
+from strata_memory.domain.tools import (
+    Change,
+    CreateBlock,
+    DeleteBlock,
+    PlanOptions,
+    RenameBlock,
+    SetDescription,
+    SetValue,
+    ToolOutcome,
+    plan_tool_call,
+    tool_envelope,
+)
+from strata_memory.operations.agents import new_id
+from strata_memory.operations.prompts import Clock, Prompts
+from strata_memory.store import agents as agent_rows
+from strata_memory.store import blocks as block_rows
+from strata_memory.store.database import Database
+from strata_memory.store.records import AgentRecord, BlockRecord
+from strata_serving.errors import StrataError
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """The outcome of one tool call as ExecuteTool reports it."""
+
+    ok: bool
+    text: str
+    reason: str
+    envelope: str
+    block: BlockRecord | None = None
+    prompt_recompiled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    tenant_id: str
+    agent_id: str
+    conversation_id: str
+    name: str
+    arguments: str
+    etag: str = ""
+
+
+class ToolRunner:
+    def __init__(self, db: Database, prompts: Prompts, clock: Clock) -> None:
+        self._db = db
+        self._prompts = prompts
+        self._clock = clock
+
+    async def execute(self, call: ToolCall) -> ToolRun:
+        agent = await self._db.read(lambda conn: agent_rows.get_agent(conn, call.tenant_id, call.agent_id))
+        try:
+            return await self._db.write(lambda conn: self._apply(conn, call))
+        except EtagMismatch:
+            raise
+        except StrataError as refused:
+            return ToolRun(
+                ok=False,
+                text=refused.message,
+                reason=refused.reason,
+                envelope=tool_envelope(False, refused.message, self._clock(), agent.timezone),
+            )
+
+    def _apply(self, conn: Connection, call: ToolCall) -> ToolRun:
+        agent = agent_rows.get_agent(conn, call.tenant_id, call.agent_id, for_update=True)
+        memory = {r.block.label: r for r in block_rows.agent_blocks(conn, agent.id)}
+        options = PlanOptions(
+            recompile_on_edit=agent.recompile_policy is RecompilePolicy.ON_EDIT,
+            result_style=agent.tool_result_style,
+        )
+        outcome = plan_tool_call(
+            call.name, call.arguments, {k: r.block for k, r in memory.items()}, options=options
+        )
+        _check_etag(call, outcome, memory)
+        touched = [
+            self._apply_change(conn, agent, memory, c, source=f"tool:{call.name}") for c in outcome.changes
+        ]
+        affected = [
+            agent.id,
+            *(holder for block_id in touched for holder in block_rows.holders(conn, block_id)),
+        ]
+        recompiled = bool(touched) and self._prompts.after_memory_change(conn, call.tenant_id, affected)
+        edited = _edited(conn, agent, outcome)
+        return ToolRun(
+            ok=True,
+            text=outcome.text,
+            reason="",
+            envelope=tool_envelope(True, outcome.text, self._clock(), agent.timezone),
+            block=edited,
+            prompt_recompiled=recompiled,
+        )
+
+    def _apply_change(
+        self,
+        conn: Connection,
+        agent: AgentRecord,
+        memory: dict[str, BlockRecord],
+        change: Change,
+        *,
+        source: str,
+    ) -> str:
+        """Apply one planned change; returns the id of the block it touched."""
+        actor = agent.id
+        match change:
+            case CreateBlock(label=label, value=value, description=description, limit=limit):
+                block = Block(
+                    label=label, value=value, description=description, limit=limit, id=new_id("block")
+                )
+                record = block_rows.insert_block(conn, agent.tenant_id, block, source=source, actor=actor)
+                block_rows.attach(conn, agent.id, record.block)
+                memory[label] = record
+                return record.block.id
+            case SetValue(label=label, value=value):
+                memory[label] = _rewrite(conn, memory, label, {"value": value}, source=source, actor=actor)
+                return memory[label].block.id
+            case SetDescription(label=label, description=description):
+                memory[label] = _rewrite(
+                    conn, memory, label, {"description": description}, source=source, actor=actor
+                )
+                return memory[label].block.id
+            case RenameBlock(old_label=old, new_label=new):
+                memory[new] = _rewrite(conn, memory, old, {"label": new}, source=source, actor=actor)
+                del memory[old]
+                return memory[new].block.id
+            case DeleteBlock(label=label):
+                record = _current(memory, label)
+                block_rows.detach(conn, agent.id, record.block.id)
+                block_rows.delete_if_orphaned(conn, [record.block.id])
+                del memory[label]
+                return record.block.id
+
+
+def _rewrite(
+    conn: Connection,
+    memory: Mapping[str, BlockRecord],
+    label: str,
+    fields: dict[str, str],
+    *,
+    source: str,
+    actor: str,
+) -> BlockRecord:
+    current = _current(memory, label)
+    new = dataclasses.replace(current.block, **fields)  # type: ignore[arg-type]
+    return block_rows.write_block(conn, current, new, source=source, actor=actor)
+
+
+def _current(memory: Mapping[str, BlockRecord], label: str) -> BlockRecord:
+    record = memory.get(label)
+    if record is None:
+        raise BlockNotFound(label, available=tuple(memory))
+    return record
+
+
+def _check_etag(call: ToolCall, outcome: ToolOutcome, memory: Mapping[str, BlockRecord]) -> None:
+    """With an etag, the block the call edits must still be at the version the caller read."""
+    if not call.etag:
+        return
+    for change in outcome.changes:
+        label = change.old_label if isinstance(change, RenameBlock) else change.label
+        record = memory.get(label)
+        if record is not None and record.etag != call.etag:
+            raise EtagMismatch(f"Block '{label}'", expected=call.etag, actual=record.etag)
+
+
+def _edited(conn: Connection, agent: AgentRecord, outcome: ToolOutcome) -> BlockRecord | None:
+    if outcome.edited_label is None:
+        return None
+    block_id = block_rows.block_id_for_label(conn, agent.id, outcome.edited_label)
+    return None if block_id is None else block_rows.get_block(conn, agent.tenant_id, block_id)

@@ -57,7 +57,8 @@ class ReadOnlyBlock(FailedPrecondition):
 
     def __init__(self, label: str) -> None:
         super().__init__(
-            f"This block is read-only and cannot be edited: '{label}'.", metadata={"label": label}
+            f"This block is read-only and cannot be edited. (memory block '{label}')",
+            metadata={"label": label},
         )
 
 

@@ -1,0 +1,1 @@
+"""Text embedders: the Protocol the indexes depend on and the default offline ONNX model."""

@@ -1,0 +1,199 @@
+"""The retrieval engine: upsert, delete, search and stats over an embedder and two indexes.
+
+Blocking and synchronous on purpose: the servicer runs it in a bounded executor. Writes are
+serialised by one lock so both indexes see the same sequence of changes; each write returns only
+after both indexes have committed it, so it is searchable when the call returns.
+
+Search modes:
+
+* ``VECTOR`` ranks by cosine similarity of the embedded query (top_k candidates);
+* ``FTS`` ranks by BM25 over the stemmed text (top_k candidates);
+* ``HYBRID`` over-fetches each leg (``vector_depth`` / ``fts_depth``, default max(4 * top_k, 50))
+  and fuses them with :func:`strata_retrieval.fusion.rrf`.
+
+Every leg applies the filter inside its query, so a search returns ``top_k`` hits whenever that
+many documents match. A query with no text (blank) lists the newest matching documents instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from strata_retrieval.documents import (
+    Document,
+    DocumentFilter,
+    DocumentKind,
+    Hit,
+    LegWeights,
+    ScopeStats,
+    ScoredKey,
+    SearchMode,
+    SearchQuery,
+    SearchResult,
+    default_depth,
+    document_key,
+)
+from strata_retrieval.embedding.protocol import Embedder
+from strata_retrieval.fusion import Fused, rrf
+from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
+from strata_retrieval.text_index import TantivyTextIndex, query_words
+from strata_retrieval.vectors.protocol import VectorIndex
+from strata_serving.errors import InvalidArgument
+
+log = logging.getLogger("strata.retrieval.engine")
+
+VECTOR, FTS = "vector", "fts"
+MAX_STATS_TAGS = 10_000
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    default_weights: LegWeights = field(default_factory=lambda: LegWeights(vector=1.0, fts=1.0))
+    limits: Limits = field(default_factory=Limits)
+    hnsw_build_threshold: int = 10_000  # unindexed vectors that make maintain() build HNSW
+
+
+class RetrievalEngine:
+    def __init__(
+        self, embedder: Embedder, vectors: VectorIndex, text: TantivyTextIndex, config: EngineConfig
+    ) -> None:
+        self.embedder = embedder
+        self._vectors = vectors
+        self._text = text
+        self._config = config
+        self._write_lock = threading.Lock()
+
+    @property
+    def limits(self) -> Limits:
+        return self._config.limits
+
+    @property
+    def default_weights(self) -> LegWeights:
+        return self._config.default_weights
+
+    def upsert(self, documents: Sequence[Document]) -> int:
+        """Embed and index a batch (replacing documents by (tenant, id)); returns how many."""
+        check_batch(documents, self.limits)
+        vectors = self.embedder.embed_documents([document.text for document in documents])
+        with self._write_lock:
+            self._vectors.upsert(documents, vectors)
+            self._text.upsert(documents)
+        return len(documents)
+
+    def delete_ids(self, tenant_id: str, ids: Sequence[str]) -> int:
+        """Delete documents by id within a tenant; returns how many existed."""
+        check_filter(DocumentFilter(tenant_id=tenant_id), self.limits, "ids")
+        if not ids:
+            return 0
+        if len(ids) > self.limits.max_delete_ids:
+            raise InvalidArgument.field(
+                "ids.ids", f"holds {len(ids)} ids; at most {self.limits.max_delete_ids}"
+            )
+        for i, document_id in enumerate(ids):
+            check_id(document_id, self.limits, f"ids.ids[{i}]")
+        keys = sorted({document_key(tenant_id, document_id) for document_id in ids})
+        return self._delete_keys(keys)
+
+    def delete_matching(self, flt: DocumentFilter) -> int:
+        """Delete every document matching ``flt``; returns how many."""
+        check_filter(flt, self.limits)
+        return self._delete_keys(self._vectors.keys_matching(flt), existing_known=True)
+
+    def _delete_keys(self, keys: Sequence[str], *, existing_known: bool = False) -> int:
+        with self._write_lock:
+            existing = len(keys) if existing_known else len(self._vectors.fetch(keys))
+            self._vectors.delete(keys)
+            self._text.delete(keys)
+        return existing
+
+    def search(self, query: SearchQuery) -> SearchResult:
+        check_search(query, self.limits)
+        blank = not query.text.strip() or (query.mode is SearchMode.FTS and not query_words(query.text))
+        if blank:
+            newest = self._vectors.newest(query.filter, query.top_k)
+            return SearchResult(
+                hits=tuple(Hit(document=doc, rrf_score=0.0) for doc in newest), mode=query.mode
+            )
+        legs = self._run_legs(query)
+        weights = query.weights or self._config.default_weights
+        fused = rrf(
+            {name: [c.key for c in candidates] for name, candidates in legs.items()},
+            k=query.rrf_k,
+            weights={VECTOR: weights.vector, FTS: weights.fts},
+        )
+        return SearchResult(hits=self._hits(fused, legs, query.top_k), mode=query.mode)
+
+    def _hits(self, fused: Sequence[Fused], legs: dict[str, list[ScoredKey]], top_k: int) -> tuple[Hit, ...]:
+        """The first ``top_k`` fused keys as hits, with each leg's rank and raw score."""
+        scores = {name: {c.key: c.score for c in candidates} for name, candidates in legs.items()}
+        documents = self._fetch_in_order([f.key for f in fused], top_k)
+        hits = [
+            Hit(
+                document=documents[entry.key],
+                rrf_score=entry.score,
+                vector_rank=entry.ranks.get(VECTOR),
+                fts_rank=entry.ranks.get(FTS),
+                vector_score=scores.get(VECTOR, {}).get(entry.key),
+                fts_score=scores.get(FTS, {}).get(entry.key),
+            )
+            for entry in fused
+            if entry.key in documents
+        ]
+        return tuple(hits[:top_k])
+
+    def _run_legs(self, query: SearchQuery) -> dict[str, list[ScoredKey]]:
+        fallback = query.top_k if query.mode is not SearchMode.HYBRID else default_depth(query.top_k)
+        legs: dict[str, list[ScoredKey]] = {}
+        if query.mode in (SearchMode.VECTOR, SearchMode.HYBRID):
+            depth = query.vector_depth if query.mode is SearchMode.HYBRID and query.vector_depth else fallback
+            vector = self.embedder.embed_query(query.text)
+            legs[VECTOR] = self._vectors.search(vector, query.filter, depth)
+        if query.mode in (SearchMode.FTS, SearchMode.HYBRID):
+            depth = query.fts_depth if query.mode is SearchMode.HYBRID and query.fts_depth else fallback
+            legs[FTS] = self._text.search(query.text, query.filter, depth)
+        return legs
+
+    def _fetch_in_order(self, keys: Sequence[str], wanted: int) -> dict[str, Document]:
+        """Documents for the first keys, reading further only when some key has vanished meanwhile."""
+        found: dict[str, Document] = {}
+        start = 0
+        while start < len(keys) and len(found) < wanted:
+            chunk = keys[start : start + wanted - len(found)]
+            found.update(self._vectors.fetch(chunk))
+            start += len(chunk)
+        return found
+
+    def stats(self, flt: DocumentFilter) -> ScopeStats:
+        check_filter(flt, self.limits)
+        passages = self._count_kind(flt, DocumentKind.PASSAGE)
+        messages = self._count_kind(flt, DocumentKind.MESSAGE)
+        return ScopeStats(
+            document_count=passages + messages,
+            passage_count=passages,
+            message_count=messages,
+            tags=tuple(self._vectors.tags(flt, MAX_STATS_TAGS)),
+            embedding_model=self.embedder.name,
+            embedding_dimension=self.embedder.dimension,
+        )
+
+    def _count_kind(self, flt: DocumentFilter, kind: DocumentKind) -> int:
+        if flt.kinds and kind not in flt.kinds:
+            return 0
+        return self._vectors.count(replace(flt, kinds=(kind,)))
+
+    def maintain(self) -> bool:
+        """Build HNSW graphs when enough vectors are unindexed. Blocking: call it while not serving."""
+        unindexed = self._vectors.unindexed_count()
+        if unindexed < self._config.hnsw_build_threshold:
+            return False
+        log.info("building HNSW for %d unindexed vectors", unindexed)
+        with self._write_lock:
+            return self._vectors.optimize()
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._vectors.close()
+            self._text.close()

@@ -1,0 +1,11 @@
+"""RetrievalService's own failures, in the shared error vocabulary."""
+
+from __future__ import annotations
+
+from strata_serving.errors import FailedPrecondition
+
+
+class EmbeddingModelMismatch(FailedPrecondition):
+    """The index on disk was built with another embedding model; its vectors are not comparable."""
+
+    default_reason = "EMBEDDING_MODEL_MISMATCH"

@@ -1,0 +1,135 @@
+"""RetrievalService entry point: ``python -m strata_retrieval.main`` (settings: ``STRATA_RETRIEVAL_*``).
+
+Start-up order: bind the port (health NOT_SERVING), open the embedder and indexes in the executor
+(and build HNSW graphs if many vectors are unindexed, which holds the GIL and so must finish before
+serving), then report SERVING. SIGTERM reports NOT_SERVING, drains calls and closes the indexes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+
+from strata.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.embedding.protocol import Embedder
+from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.errors import EmbeddingModelMismatch
+from strata_retrieval.manifest import IndexManifest, check_manifest
+from strata_retrieval.servicer import RetrievalServicer
+from strata_retrieval.settings import RetrievalSettings, VectorBackend
+from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.vectors.edge_shard import EdgeShardIndex
+from strata_retrieval.vectors.protocol import VectorIndex
+from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
+from strata_serving.logs import configure_logging
+from strata_serving.server import GrpcServer
+
+SERVICE_NAME = retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name
+log = logging.getLogger("strata.retrieval")
+
+
+def load_embedder(settings: RetrievalSettings) -> Embedder:
+    return OnnxSentenceEmbedder.load(
+        settings.model_cache_dir,
+        precision=settings.embedder_precision,
+        threads=settings.embedder_threads,
+        batch_size=settings.embedder_batch_size,
+    )
+
+
+def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEngine:
+    """Open (or create) the indexes under ``settings.data_dir`` for ``embedder``'s model.
+
+    Raises :class:`EmbeddingModelMismatch` when the data directory belongs to another model, unless
+    ``rebuild_on_model_change`` is set, in which case the old indexes are deleted first.
+    """
+    expected = IndexManifest(embedding_model=embedder.name, embedding_dimension=embedder.dimension)
+    try:
+        check_manifest(settings.data_dir, expected)
+    except EmbeddingModelMismatch:
+        if not settings.rebuild_on_model_change:
+            raise
+        log.warning("embedding model changed: deleting the indexes in %s for a rebuild", settings.data_dir)
+        shutil.rmtree(settings.data_dir)
+        check_manifest(settings.data_dir, expected)
+    vectors: VectorIndex
+    if settings.vector_backend is VectorBackend.EDGE:
+        vectors = EdgeShardIndex(settings.data_dir / "vectors", embedder.dimension)
+    else:
+        vectors = QdrantCollectionIndex(
+            settings.qdrant_url, embedder.dimension, collection=settings.qdrant_collection
+        )
+    config = EngineConfig(
+        default_weights=settings.default_weights,
+        limits=settings.limits,
+        hnsw_build_threshold=settings.hnsw_build_threshold,
+    )
+    engine = RetrievalEngine(embedder, vectors, TantivyTextIndex(settings.data_dir / "text"), config)
+    engine.maintain()
+    return engine
+
+
+class RetrievalApp:
+    """The running service: gRPC server, executor and engine, started and stopped together."""
+
+    def __init__(self, settings: RetrievalSettings, *, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._executor = ThreadPoolExecutor(settings.workers, thread_name_prefix="retrieval")
+        self.servicer = RetrievalServicer(self._executor)
+        self.server = GrpcServer(
+            settings.address,
+            service_names=[SERVICE_NAME],
+            register=lambda server: retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(
+                self.servicer, server
+            ),
+        )
+        self.engine: RetrievalEngine | None = None
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    async def start(self) -> None:
+        await self.server.start()
+        loop = asyncio.get_running_loop()
+        embedder = self._embedder
+        if embedder is None:
+            embedder = await loop.run_in_executor(self._executor, load_embedder, self.settings)
+        try:
+            engine = await loop.run_in_executor(self._executor, open_engine, self.settings, embedder)
+        except EmbeddingModelMismatch as mismatch:
+            log.error("refusing every call: %s", mismatch)  # noqa: TRY400  # expected, no traceback
+            self.servicer.refuse(mismatch)
+        else:
+            self.engine = engine
+            self.servicer.attach(engine)
+        await self.server.mark_serving()
+
+    async def stop(self) -> None:
+        await self.server.stop(self.settings.grace_seconds)
+        if self.engine is not None:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.close)
+        self._executor.shutdown(wait=True)
+
+
+async def serve(settings: RetrievalSettings) -> None:
+    app = RetrievalApp(settings)
+    await app.start()
+    try:
+        await app.server.serve_until_signal(settings.grace_seconds)
+    finally:
+        await app.stop()
+
+
+def main() -> None:
+    settings = RetrievalSettings()
+    configure_logging(settings.log_level, json_lines=settings.log_json)
+    asyncio.run(serve(settings))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The gRPC servicer: parse the request, run the engine in the executor, convert the result.
+
+Until the engine is open every call fails with UNAVAILABLE; if the index on disk belongs to another
+embedding model every call fails with that FAILED_PRECONDITION (reason EMBEDDING_MODEL_MISMATCH).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import Executor
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import grpc
+
+from strata.retrieval.v1 import retrieval_pb2 as pb
+from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
+from strata_retrieval import conversions
+from strata_retrieval.engine import RetrievalEngine
+from strata_serving.errors import InvalidArgument, StrataError, Unavailable
+
+_T = TypeVar("_T")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
+    def __init__(self, executor: Executor) -> None:
+        self._executor = executor
+        self._engine: RetrievalEngine | None = None
+        self._refusal: StrataError = Unavailable("the retrieval engine is still starting", reason="STARTING")
+
+    def attach(self, engine: RetrievalEngine) -> None:
+        self._engine = engine
+
+    def refuse(self, error: StrataError) -> None:
+        """Answer every call with ``error`` (the index cannot be used as configured)."""
+        self._refusal = error
+
+    async def UpsertDocuments(
+        self, request: pb.UpsertDocumentsRequest, context: Context
+    ) -> pb.UpsertDocumentsResponse:
+        engine = self._ready()
+        now = datetime.now(UTC)
+        documents = [
+            conversions.document_from_pb(message, f"documents[{i}]", lambda: now)
+            for i, message in enumerate(request.documents)
+        ]
+        count = await self._run(engine.upsert, documents)
+        return pb.UpsertDocumentsResponse(upserted_count=count)
+
+    async def DeleteDocuments(
+        self, request: pb.DeleteDocumentsRequest, context: Context
+    ) -> pb.DeleteDocumentsResponse:
+        engine = self._ready()
+        match request.WhichOneof("selector"):
+            case "ids":
+                deleted = await self._run(engine.delete_ids, request.ids.tenant_id, list(request.ids.ids))
+            case "filter":
+                flt = conversions.filter_from_pb(request.filter)
+                deleted = await self._run(engine.delete_matching, flt)
+            case _:
+                raise InvalidArgument.field("selector", "set either ids or filter")
+        return pb.DeleteDocumentsResponse(deleted_count=deleted)
+
+    async def Search(self, request: pb.SearchRequest, context: Context) -> pb.SearchResponse:
+        engine = self._ready()
+        query = conversions.search_from_pb(request, engine.default_weights)
+        result = await self._run(engine.search, query)
+        return conversions.search_result_to_pb(result)
+
+    async def Stats(self, request: pb.StatsRequest, context: Context) -> pb.StatsResponse:
+        engine = self._ready()
+        stats = await self._run(engine.stats, conversions.filter_from_pb(request.filter))
+        return conversions.stats_to_pb(stats)
+
+    def _ready(self) -> RetrievalEngine:
+        if self._engine is None:
+            raise self._refusal
+        return self._engine
+
+    async def _run(self, function: Callable[..., _T], *args: Any) -> _T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)

@@ -1,0 +1,57 @@
+"""RetrievalService configuration, read once from ``STRATA_RETRIEVAL_*`` environment variables."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from strata_retrieval.documents import LegWeights
+from strata_retrieval.embedding.onnx_embedder import Precision
+from strata_retrieval.limits import Limits
+
+
+class VectorBackend(StrEnum):
+    EDGE = "edge"  # Qdrant's engine in-process (qdrant-edge-py), a shard under data_dir
+    QDRANT = "qdrant"  # a Qdrant server at qdrant_url (":memory:" selects qdrant-client's local mode)
+
+
+class RetrievalSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STRATA_RETRIEVAL_", frozen=True)
+
+    address: str = "127.0.0.1:50052"
+    data_dir: Path = Path(".data/retrieval")
+    model_cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "strata" / "models")
+    vector_backend: VectorBackend = VectorBackend.EDGE
+    qdrant_url: str = "http://127.0.0.1:6333"
+    qdrant_collection: str = "strata_documents"
+    embedder_precision: Precision = Precision.FP32
+    embedder_threads: int = Field(default=2, ge=1)
+    embedder_batch_size: int = Field(default=32, ge=1)
+    workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")
+    vector_weight: float = Field(default=1.0, ge=0)
+    fts_weight: float = Field(default=1.0, ge=0)
+    hnsw_build_threshold: int = Field(default=10_000, ge=0)
+    rebuild_on_model_change: bool = False
+    max_batch_documents: int = Field(default=512, ge=1)
+    max_text_chars: int = Field(default=32_768, ge=1)
+    max_top_k: int = Field(default=100, ge=1)
+    max_candidate_depth: int = Field(default=1_000, ge=1)
+    grace_seconds: float = Field(default=5.0, ge=0)
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            max_batch_documents=self.max_batch_documents,
+            max_text_chars=self.max_text_chars,
+            max_top_k=self.max_top_k,
+            max_candidate_depth=self.max_candidate_depth,
+        )
+
+    @property
+    def default_weights(self) -> LegWeights:
+        return LegWeights(vector=self.vector_weight, fts=self.fts_weight)

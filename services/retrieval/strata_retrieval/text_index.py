@@ -1,0 +1,136 @@
+"""The full-text leg: BM25 over a Tantivy index on disk, English stemming, filters inside the query.
+
+User text is never query syntax. Only its Unicode word characters are kept, and each word is sent to
+the parser as a quoted literal (``"word"``), so quotes, colons, brackets, ``AND``/``NOT``, ``*``,
+field names and emoji can neither raise nor change the query; the words are OR-ed and ranked by
+BM25. Filters are exact terms on raw (untokenised) fields and an integer range on the creation time,
+wrapped in a zero-score clause so they restrict without changing BM25 scores.
+
+One process owns the index: it holds the single writer, commits each batch and reloads its reader
+after every commit, so a search that starts after a write returns sees that write.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import tantivy
+
+from strata_retrieval.documents import Document, DocumentFilter, ScoredKey, TagMatch
+from strata_retrieval.timestamps import to_micros
+
+_WORD = re.compile(r"\w+")
+MAX_QUERY_WORDS = 256  # longer queries keep their first 256 words
+_FILTER_FIELDS = ("tenant_id", "agent_id", "archive_id", "conversation_id", "kind", "role", "tags")
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("key", stored=True, tokenizer_name="raw")
+    builder.add_text_field("text", stored=False, tokenizer_name="en_stem")
+    for name in _FILTER_FIELDS:
+        builder.add_text_field(name, stored=False, tokenizer_name="raw")
+    builder.add_integer_field("created_us", stored=False, indexed=True, fast=True)
+    return builder.build()
+
+
+def query_words(text: str) -> list[str]:
+    """The literal words a full-text search looks for (Unicode ``\\w+`` runs, at most 256)."""
+    return _WORD.findall(text)[:MAX_QUERY_WORDS]
+
+
+class TantivyTextIndex:
+    """BM25 search over the documents' text, restricted by a :class:`DocumentFilter`."""
+
+    def __init__(self, path: Path, *, writer_heap_bytes: int = 64_000_000) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self._schema = _schema()
+        self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+        self._writer = self._index.writer(heap_size=writer_heap_bytes, num_threads=1)
+        self._write_lock = threading.Lock()
+
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Replace (or add) each document by key, in one commit; visible to searches on return."""
+        with self._write_lock:
+            for document in documents:
+                self._writer.delete_documents_by_term("key", document.key)
+                self._writer.add_document(self._as_tantivy(document))
+            self._commit()
+
+    def delete(self, keys: Sequence[str]) -> None:
+        with self._write_lock:
+            for key in keys:
+                self._writer.delete_documents_by_term("key", key)
+            self._commit()
+
+    def search(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
+        """Best ``limit`` documents by BM25 among those matching ``flt``; [] when ``text`` has no words."""
+        words = query_words(text)
+        if not words or limit <= 0:
+            return []
+        matched = self._index.parse_query(" ".join(f'"{word}"' for word in words), ["text"])
+        query = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, matched),
+                (tantivy.Occur.Must, tantivy.Query.const_score_query(self._filter_query(flt), 0.0)),
+            ]
+        )
+        searcher = self._index.searcher()
+        hits = searcher.search(query, limit, count=False).hits
+        return [ScoredKey(key=searcher.doc(address)["key"][0], score=float(score)) for score, address in hits]
+
+    def document_count(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+    def close(self) -> None:
+        """Release the writer's lock (the index stays on disk)."""
+        with self._write_lock:
+            self._writer.wait_merging_threads()  # consumes the writer
+
+    def _commit(self) -> None:
+        self._writer.commit()
+        self._index.reload()
+
+    def _as_tantivy(self, document: Document) -> tantivy.Document:
+        scope = document.scope
+        return tantivy.Document(
+            key=document.key,
+            text=document.text,
+            tenant_id=scope.tenant_id,
+            agent_id=scope.agent_id,
+            archive_id=scope.archive_id,
+            conversation_id=scope.conversation_id,
+            kind=str(document.kind),
+            role=document.role,
+            tags=list(document.tags),
+            created_us=to_micros(document.created_at),
+        )
+
+    def _filter_query(self, flt: DocumentFilter) -> tantivy.Query:
+        clauses = [self._term("tenant_id", flt.tenant_id)]
+        for name, values in (
+            ("agent_id", flt.agent_ids),
+            ("archive_id", flt.archive_ids),
+            ("conversation_id", flt.conversation_ids),
+            ("kind", tuple(str(kind) for kind in flt.kinds)),
+            ("role", flt.roles),
+        ):
+            if values:
+                clauses.append(tantivy.Query.term_set_query(self._schema, name, list(values)))
+        if flt.tags and flt.tag_match is TagMatch.ALL:
+            clauses.extend(self._term("tags", tag) for tag in flt.tags)
+        elif flt.tags:
+            clauses.append(tantivy.Query.term_set_query(self._schema, "tags", list(flt.tags)))
+        if flt.created_from is not None or flt.created_to is not None:
+            low = to_micros(flt.created_from) if flt.created_from else None
+            high = to_micros(flt.created_to) if flt.created_to else None
+            clauses.append(
+                tantivy.Query.range_query(self._schema, "created_us", tantivy.FieldType.Integer, low, high)
+            )
+        return tantivy.Query.boolean_query([(tantivy.Occur.Must, clause) for clause in clauses])
+
+    def _term(self, field_name: str, value: str) -> tantivy.Query:
+        return tantivy.Query.term_query(self._schema, field_name, value)

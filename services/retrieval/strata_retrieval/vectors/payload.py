@@ -1,0 +1,98 @@
+"""How a document is stored as a Qdrant point payload (identical for both backends)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, TagMatch
+from strata_retrieval.timestamps import from_micros, to_micros
+
+# Payload fields that filters use; each gets a payload index. ``created_us`` is integer microseconds
+# (range filters and newest-first ordering); the rest are keywords.
+KEYWORD_FIELDS = ("tenant_id", "agent_id", "archive_id", "conversation_id", "kind", "role", "tags")
+TIME_FIELD = "created_us"
+VECTOR_NAME = "dense"
+HNSW_EF = 128  # measured on this machine: recall@10 ~0.96 at 100k points (notes/dependencies.md §3)
+
+
+def to_payload(document: Document) -> dict[str, Any]:
+    scope = document.scope
+    return {
+        "doc_id": document.id,
+        "text": document.text,
+        "kind": str(document.kind),
+        "tenant_id": scope.tenant_id,
+        "agent_id": scope.agent_id,
+        "archive_id": scope.archive_id,
+        "conversation_id": scope.conversation_id,
+        "role": document.role,
+        "tags": list(document.tags),
+        TIME_FIELD: to_micros(document.created_at),
+        "metadata": dict(document.metadata),
+    }
+
+
+def from_payload(payload: dict[str, Any]) -> Document:
+    return Document(
+        id=str(payload["doc_id"]),
+        text=str(payload["text"]),
+        kind=DocumentKind(payload["kind"]),
+        scope=Scope(
+            tenant_id=str(payload["tenant_id"]),
+            agent_id=str(payload["agent_id"]),
+            archive_id=str(payload["archive_id"]),
+            conversation_id=str(payload["conversation_id"]),
+        ),
+        role=str(payload["role"]),
+        tags=tuple(str(tag) for tag in payload["tags"]),
+        created_at=from_micros(int(payload[TIME_FIELD])),
+        metadata={str(k): str(v) for k, v in payload["metadata"].items()},
+    )
+
+
+@dataclass(frozen=True)
+class MatchOne:
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class MatchSome:
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Between:
+    """An inclusive integer range; ``None`` leaves that end open."""
+
+    key: str
+    low: int | None
+    high: int | None
+
+
+Condition = MatchOne | MatchSome | Between
+
+
+def filter_conditions(flt: DocumentFilter) -> list[Condition]:
+    """A filter as conditions that must all hold; each backend translates them to its own classes."""
+    conditions: list[Condition] = [MatchOne("tenant_id", flt.tenant_id)]
+    for key, values in (
+        ("agent_id", flt.agent_ids),
+        ("archive_id", flt.archive_ids),
+        ("conversation_id", flt.conversation_ids),
+        ("kind", tuple(str(kind) for kind in flt.kinds)),
+        ("role", flt.roles),
+    ):
+        if values:
+            conditions.append(MatchSome(key, tuple(values)))
+    if flt.tags and flt.tag_match is TagMatch.ALL:
+        conditions.extend(MatchOne("tags", tag) for tag in flt.tags)
+    elif flt.tags:
+        conditions.append(MatchSome("tags", tuple(flt.tags)))
+    if flt.created_from is not None or flt.created_to is not None:
+        low = to_micros(flt.created_from) if flt.created_from else None
+        high = to_micros(flt.created_to) if flt.created_to else None
+        conditions.append(Between(TIME_FIELD, low, high))
+    return conditions

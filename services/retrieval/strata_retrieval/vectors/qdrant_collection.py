@@ -1,0 +1,137 @@
+"""The vector store on a Qdrant server, through ``qdrant-client`` (one collection per service).
+
+``url`` points at a Qdrant server; ``":memory:"`` selects qdrant-client's local mode, which speaks
+the same API and is what the shared behaviour tests use. The server builds its HNSW graphs itself,
+so :meth:`optimize` has nothing to do. Local mode searches exactly, so it gets no search params.
+Writes use ``wait=True``: they return once searchable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qdrant_client import QdrantClient, models
+
+from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
+from strata_retrieval.embedding.protocol import Vectors
+from strata_retrieval.vectors.payload import (
+    HNSW_EF,
+    KEYWORD_FIELDS,
+    TIME_FIELD,
+    VECTOR_NAME,
+    Between,
+    Condition,
+    MatchOne,
+    MatchSome,
+    filter_conditions,
+    from_payload,
+    to_payload,
+)
+
+_SCROLL_PAGE = 1000
+
+
+def _client_condition(condition: Condition) -> models.FieldCondition:
+    match condition:
+        case MatchOne(key, value):
+            return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+        case MatchSome(key, values):
+            return models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
+        case Between(key, low, high):
+            return models.FieldCondition(key=key, range=models.Range(gte=low, lte=high))
+
+
+def client_filter(flt: DocumentFilter) -> models.Filter:
+    return models.Filter(must=[_client_condition(condition) for condition in filter_conditions(flt)])
+
+
+class QdrantCollectionIndex:
+    """A :class:`~strata_retrieval.vectors.protocol.VectorIndex` over one Qdrant collection."""
+
+    def __init__(self, url: str, dimension: int, *, collection: str = "strata_documents") -> None:
+        self._local = url == ":memory:"
+        self._client = QdrantClient(location=":memory:") if self._local else QdrantClient(url=url)
+        self._collection = collection
+        if not self._client.collection_exists(collection):
+            self._create(dimension)
+
+    def _create(self, dimension: int) -> None:
+        vectors = {VECTOR_NAME: models.VectorParams(size=dimension, distance=models.Distance.COSINE)}
+        self._client.create_collection(self._collection, vectors_config=vectors)
+        if self._local:
+            return  # local mode ignores payload indexes (and warns about each one)
+        for name in KEYWORD_FIELDS:
+            self._client.create_payload_index(self._collection, name, models.PayloadSchemaType.KEYWORD)
+        time_index = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
+        self._client.create_payload_index(self._collection, TIME_FIELD, time_index)
+
+    def upsert(self, documents: Sequence[Document], vectors: Vectors) -> None:
+        points = [
+            models.PointStruct(id=doc.key, vector={VECTOR_NAME: row.tolist()}, payload=to_payload(doc))
+            for doc, row in zip(documents, vectors, strict=True)
+        ]
+        self._client.upsert(self._collection, points=points, wait=True)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        if keys:
+            selector = models.PointIdsList(points=list(keys))
+            self._client.delete(self._collection, points_selector=selector, wait=True)
+
+    def search(self, vector: Vectors, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
+        response = self._client.query_points(
+            self._collection,
+            query=vector.tolist(),
+            using=VECTOR_NAME,
+            query_filter=client_filter(flt),
+            search_params=None if self._local else models.SearchParams(hnsw_ef=max(HNSW_EF, limit)),
+            limit=limit,
+            with_payload=False,
+        )
+        return [ScoredKey(key=str(point.id), score=float(point.score)) for point in response.points]
+
+    def fetch(self, keys: Sequence[str]) -> dict[str, Document]:
+        if not keys:
+            return {}
+        records = self._client.retrieve(self._collection, ids=list(keys), with_payload=True)
+        return {str(record.id): from_payload(record.payload or {}) for record in records}
+
+    def keys_matching(self, flt: DocumentFilter) -> list[str]:
+        keys: list[str] = []
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, next_offset = self._client.scroll(
+                self._collection,
+                scroll_filter=client_filter(flt),
+                limit=_SCROLL_PAGE,
+                offset=offset,
+                with_payload=False,
+            )
+            keys.extend(str(record.id) for record in records)
+            if next_offset is None:
+                return keys
+            offset = next_offset  # type: ignore[assignment]  # grpc PointId never comes back over REST
+
+    def newest(self, flt: DocumentFilter, limit: int) -> list[Document]:
+        order = models.OrderBy(key=TIME_FIELD, direction=models.Direction.DESC)
+        records, _ = self._client.scroll(
+            self._collection, scroll_filter=client_filter(flt), limit=limit, order_by=order, with_payload=True
+        )
+        return [from_payload(record.payload or {}) for record in records]
+
+    def count(self, flt: DocumentFilter) -> int:
+        return int(self._client.count(self._collection, count_filter=client_filter(flt), exact=True).count)
+
+    def tags(self, flt: DocumentFilter, limit: int) -> list[str]:
+        response = self._client.facet(
+            self._collection, "tags", facet_filter=client_filter(flt), limit=limit, exact=True
+        )
+        return sorted(str(hit.value) for hit in response.hits)
+
+    def unindexed_count(self) -> int:
+        return 0  # the server indexes on its own schedule
+
+    def optimize(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self._client.close()

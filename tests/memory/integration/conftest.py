@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pytest
@@ -16,7 +16,10 @@ from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
 from strata_serving.status import error_info_from
 
-Stub = memory_service_pb2_grpc.MemoryServiceStub
+if TYPE_CHECKING:  # mypy-protobuf types the stub built on an aio channel as the async stub
+    Stub = memory_service_pb2_grpc.MemoryServiceAsyncStub
+else:
+    Stub = memory_service_pb2_grpc.MemoryServiceStub
 
 
 @pytest.fixture

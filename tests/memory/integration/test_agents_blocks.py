@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 from google.protobuf.field_mask_pb2 import FieldMask
 
@@ -20,7 +22,7 @@ def ref(agent_id: str, label: str) -> pb.BlockRef:
     return pb.BlockRef(agent_id=agent_id, label=label)
 
 
-async def update(stub: Stub, agent_id: str, label: str, etag: str = "", **fields: object) -> pb.Block:
+async def update(stub: Stub, agent_id: str, label: str, etag: str = "", **fields: Any) -> pb.Block:
     request = api.UpdateBlockRequest(
         ref=ref(agent_id, label),
         block=pb.Block(**fields),

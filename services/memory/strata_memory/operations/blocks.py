@@ -201,7 +201,7 @@ def _changed(block: Block, changes: Mapping[str, object]) -> Block:
         validate_limit(new.limit, field="block.limit")
         if "value" not in changes:
             check_limit_change(block, new.limit)
-    check_budget(new, new.value)
+    check_budget(dataclasses.replace(block, limit=new.limit), new.value)
     return new
 
 

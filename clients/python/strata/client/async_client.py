@@ -1,0 +1,363 @@
+"""Typed asyncio client for MemoryService; ``sync_client.py`` is generated from this file.
+
+Every RPC is one method taking the request's fields as keyword arguments and returning the
+generated response message (``None`` for the ``Empty`` of deletes), with three conveniences: a
+block is named by ``block_id`` or by ``agent_id`` + ``label`` (the ``BlockRef`` fields),
+``update_mask`` is a list of field paths, and ``execute_tool`` JSON-encodes a mapping of arguments.
+``iter_*`` methods walk every page of a list. Failed calls raise a ``StrataClientError`` subclass.
+
+Keep this file transformable by ``scripts/generate_sync_client.py``: no asyncio APIs beyond
+``async``/``await``, and nothing but ``grpc.aio`` spellings that have a ``grpc`` twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from strata.client.arguments import (
+    DEFAULT_TIMEOUT,
+    block_ref,
+    call_metadata,
+    field_mask,
+    tool_arguments,
+)
+from strata.client.errors import error_from_rpc
+from strata.memory.v1 import memory_service_pb2 as api
+from strata.memory.v1 import memory_service_pb2_grpc
+from strata.memory.v1 import resources_pb2 as pb
+
+RequestT = TypeVar("RequestT", bound=Message)
+ResponseT = TypeVar("ResponseT", bound=Message)
+
+
+class AsyncMemoryClient:
+    """MemoryService over a ``grpc.aio`` channel; use as a context manager or call ``close()``.
+
+    ``tenant`` is sent as ``x-strata-tenant`` on every call (the server's "default" if ``None``);
+    ``timeout`` is the deadline of each call in seconds. Pass ``credentials`` for TLS.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        tenant: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        self.target = target
+        self.tenant = tenant
+        self.timeout = timeout
+        self._metadata = call_metadata(tenant)
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(target, options=list(options))
+        else:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=list(options))
+        self._stub = memory_service_pb2_grpc.MemoryServiceStub(self._channel)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channel; calls in flight are cancelled."""
+        await self._channel.close(grace=None)
+
+    async def _call(
+        self, method: grpc.aio.UnaryUnaryMultiCallable[RequestT, ResponseT], request: RequestT
+    ) -> ResponseT:
+        try:
+            return await method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise error_from_rpc(error) from None
+
+    # Agents -------------------------------------------------------------------------------------
+
+    async def create_agent(
+        self, *, agent: pb.Agent | None = None, blocks: Iterable[pb.Block] = ()
+    ) -> pb.Agent:
+        """Create an agent with these blocks attached (``persona`` and ``human`` if none are given)."""
+        return await self._call(self._stub.CreateAgent, api.CreateAgentRequest(agent=agent, blocks=blocks))
+
+    async def get_agent(self, *, agent_id: str) -> pb.Agent:
+        return await self._call(self._stub.GetAgent, api.GetAgentRequest(agent_id=agent_id))
+
+    async def list_agents(self, *, page_size: int = 0, page_token: str = "") -> api.ListAgentsResponse:
+        request = api.ListAgentsRequest(page_size=page_size, page_token=page_token)
+        return await self._call(self._stub.ListAgents, request)
+
+    async def update_agent(self, *, agent: pb.Agent, update_mask: Iterable[str], etag: str = "") -> pb.Agent:
+        """Update the fields of ``agent`` named by ``update_mask``; ``agent.id`` names the agent."""
+        request = api.UpdateAgentRequest(agent=agent, update_mask=field_mask(update_mask), etag=etag)
+        return await self._call(self._stub.UpdateAgent, request)
+
+    async def delete_agent(self, *, agent_id: str, etag: str = "") -> None:
+        await self._call(self._stub.DeleteAgent, api.DeleteAgentRequest(agent_id=agent_id, etag=etag))
+
+    async def iter_agents(self, *, page_size: int = 0) -> AsyncIterator[pb.Agent]:
+        """Every agent of the tenant, fetching page after page."""
+        token = ""
+        while True:
+            page = await self.list_agents(page_size=page_size, page_token=token)
+            for agent in page.agents:
+                yield agent
+            if not (token := page.next_page_token):
+                return
+
+    # Blocks -------------------------------------------------------------------------------------
+
+    async def create_block(self, *, block: pb.Block, agent_id: str = "") -> pb.Block:
+        """Create a block, attached to ``agent_id`` if given."""
+        return await self._call(
+            self._stub.CreateBlock, api.CreateBlockRequest(block=block, agent_id=agent_id)
+        )
+
+    async def get_block(self, *, block_id: str = "", agent_id: str = "", label: str = "") -> pb.Block:
+        request = api.GetBlockRequest(block=block_ref(block_id, agent_id, label))
+        return await self._call(self._stub.GetBlock, request)
+
+    async def list_blocks(
+        self, *, agent_id: str = "", page_size: int = 0, page_token: str = ""
+    ) -> api.ListBlocksResponse:
+        """The agent's blocks in attach order, or every block of the tenant without ``agent_id``."""
+        request = api.ListBlocksRequest(agent_id=agent_id, page_size=page_size, page_token=page_token)
+        return await self._call(self._stub.ListBlocks, request)
+
+    async def update_block(
+        self,
+        *,
+        block: pb.Block,
+        update_mask: Iterable[str],
+        block_id: str = "",
+        agent_id: str = "",
+        label: str = "",
+        etag: str = "",
+    ) -> pb.Block:
+        """Update the fields of ``block`` named by ``update_mask`` on the block named by the ref fields."""
+        request = api.UpdateBlockRequest(
+            ref=block_ref(block_id, agent_id, label),
+            block=block,
+            update_mask=field_mask(update_mask),
+            etag=etag,
+        )
+        return await self._call(self._stub.UpdateBlock, request)
+
+    async def delete_block(
+        self, *, block_id: str = "", agent_id: str = "", label: str = "", etag: str = ""
+    ) -> None:
+        request = api.DeleteBlockRequest(block=block_ref(block_id, agent_id, label), etag=etag)
+        await self._call(self._stub.DeleteBlock, request)
+
+    async def attach_block(self, *, agent_id: str, block_id: str) -> pb.Agent:
+        """Share a block with an agent (idempotent)."""
+        request = api.AttachBlockRequest(agent_id=agent_id, block_id=block_id)
+        return await self._call(self._stub.AttachBlock, request)
+
+    async def detach_block(self, *, agent_id: str, block_id: str) -> pb.Agent:
+        request = api.DetachBlockRequest(agent_id=agent_id, block_id=block_id)
+        return await self._call(self._stub.DetachBlock, request)
+
+    async def iter_blocks(self, *, agent_id: str = "", page_size: int = 0) -> AsyncIterator[pb.Block]:
+        """Every block of the agent (or of the tenant), fetching page after page."""
+        token = ""
+        while True:
+            page = await self.list_blocks(agent_id=agent_id, page_size=page_size, page_token=token)
+            for block in page.blocks:
+                yield block
+            if not (token := page.next_page_token):
+                return
+
+    # Block history ------------------------------------------------------------------------------
+
+    async def list_block_versions(
+        self,
+        *,
+        block_id: str = "",
+        agent_id: str = "",
+        label: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> api.ListBlockVersionsResponse:
+        """The block's versions, newest first."""
+        request = api.ListBlockVersionsRequest(
+            block=block_ref(block_id, agent_id, label), page_size=page_size, page_token=page_token
+        )
+        return await self._call(self._stub.ListBlockVersions, request)
+
+    async def diff_block_versions(
+        self,
+        *,
+        from_version: int,
+        to_version: int = 0,
+        block_id: str = "",
+        agent_id: str = "",
+        label: str = "",
+    ) -> api.DiffBlockVersionsResponse:
+        """A unified diff between two versions (``to_version=0``: the current one)."""
+        request = api.DiffBlockVersionsRequest(
+            block=block_ref(block_id, agent_id, label), from_version=from_version, to_version=to_version
+        )
+        return await self._call(self._stub.DiffBlockVersions, request)
+
+    async def restore_block_version(
+        self, *, version: int, block_id: str = "", agent_id: str = "", label: str = "", etag: str = ""
+    ) -> pb.Block:
+        """Write a new version holding the content of ``version``."""
+        request = api.RestoreBlockVersionRequest(
+            block=block_ref(block_id, agent_id, label), version=version, etag=etag
+        )
+        return await self._call(self._stub.RestoreBlockVersion, request)
+
+    async def iter_block_versions(
+        self, *, block_id: str = "", agent_id: str = "", label: str = "", page_size: int = 0
+    ) -> AsyncIterator[pb.BlockVersion]:
+        """Every version of the block, newest first, fetching page after page."""
+        token = ""
+        while True:
+            page = await self.list_block_versions(
+                block_id=block_id, agent_id=agent_id, label=label, page_size=page_size, page_token=token
+            )
+            for version in page.versions:
+                yield version
+            if not (token := page.next_page_token):
+                return
+
+    # Conversations and files --------------------------------------------------------------------
+
+    async def create_conversation(self, *, agent_id: str, conversation_id: str = "") -> pb.Conversation:
+        request = api.CreateConversationRequest(agent_id=agent_id, conversation_id=conversation_id)
+        return await self._call(self._stub.CreateConversation, request)
+
+    async def list_conversations(
+        self, *, agent_id: str, page_size: int = 0, page_token: str = ""
+    ) -> api.ListConversationsResponse:
+        request = api.ListConversationsRequest(agent_id=agent_id, page_size=page_size, page_token=page_token)
+        return await self._call(self._stub.ListConversations, request)
+
+    async def attach_file(self, *, agent_id: str, file: pb.File) -> pb.File:
+        """Attach a document to the agent as a read-only block under ``file.directory``."""
+        return await self._call(self._stub.AttachFile, api.AttachFileRequest(agent_id=agent_id, file=file))
+
+    async def update_file(self, *, file_id: str, file: pb.File, update_mask: Iterable[str]) -> pb.File:
+        request = api.UpdateFileRequest(file_id=file_id, file=file, update_mask=field_mask(update_mask))
+        return await self._call(self._stub.UpdateFile, request)
+
+    async def list_files(
+        self, *, agent_id: str, page_size: int = 0, page_token: str = ""
+    ) -> api.ListFilesResponse:
+        request = api.ListFilesRequest(agent_id=agent_id, page_size=page_size, page_token=page_token)
+        return await self._call(self._stub.ListFiles, request)
+
+    async def detach_file(self, *, file_id: str) -> None:
+        await self._call(self._stub.DetachFile, api.DetachFileRequest(file_id=file_id))
+
+    # Messages -----------------------------------------------------------------------------------
+
+    async def append_messages(
+        self, *, agent_id: str, messages: Iterable[pb.Message], conversation_id: str = ""
+    ) -> api.AppendMessagesResponse:
+        """Store messages in order (in ``default`` without ``conversation_id``); returns them as stored."""
+        request = api.AppendMessagesRequest(
+            agent_id=agent_id, conversation_id=conversation_id, messages=messages
+        )
+        return await self._call(self._stub.AppendMessages, request)
+
+    async def list_messages(
+        self,
+        *,
+        agent_id: str,
+        conversation_id: str = "",
+        roles: Iterable[pb.MessageRole.ValueType] = (),
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> api.ListMessagesResponse:
+        """Messages oldest first, of one conversation or all, optionally only some roles."""
+        request = api.ListMessagesRequest(
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            roles=roles,
+            page_size=page_size,
+            page_token=page_token,
+        )
+        return await self._call(self._stub.ListMessages, request)
+
+    async def iter_messages(
+        self,
+        *,
+        agent_id: str,
+        conversation_id: str = "",
+        roles: Iterable[pb.MessageRole.ValueType] = (),
+        page_size: int = 0,
+    ) -> AsyncIterator[pb.Message]:
+        """Every matching message, oldest first, fetching page after page."""
+        token, roles = "", list(roles)
+        while True:
+            page = await self.list_messages(
+                agent_id=agent_id,
+                conversation_id=conversation_id,
+                roles=roles,
+                page_size=page_size,
+                page_token=token,
+            )
+            for message in page.messages:
+                yield message
+            if not (token := page.next_page_token):
+                return
+
+    # Rendering and the system prompt ------------------------------------------------------------
+
+    async def render_memory(
+        self, *, agent_id: str, mode: pb.RenderMode.ValueType = pb.RENDER_MODE_UNSPECIFIED
+    ) -> api.RenderMemoryResponse:
+        """Core memory rendered in ``mode`` (the agent's own mode when unspecified)."""
+        request = api.RenderMemoryRequest(agent_id=agent_id, mode=mode)
+        return await self._call(self._stub.RenderMemory, request)
+
+    async def get_system_prompt(self, *, agent_id: str, conversation_id: str = "") -> pb.SystemPrompt:
+        """The stored compiled prompt and whether memory changed since it was compiled."""
+        request = api.GetSystemPromptRequest(agent_id=agent_id, conversation_id=conversation_id)
+        return await self._call(self._stub.GetSystemPrompt, request)
+
+    async def recompile_system_prompt(
+        self, *, agent_id: str, conversation_id: str = "", dry_run: bool = False
+    ) -> api.RecompileSystemPromptResponse:
+        """Rebuild the prompt from memory; with ``dry_run`` return the text and diff without saving."""
+        request = api.RecompileSystemPromptRequest(
+            agent_id=agent_id, conversation_id=conversation_id, dry_run=dry_run
+        )
+        return await self._call(self._stub.RecompileSystemPrompt, request)
+
+    # Memory tools -------------------------------------------------------------------------------
+
+    async def list_tools(self) -> api.ListToolsResponse:
+        """OpenAI-style JSON schemas of every memory tool."""
+        return await self._call(self._stub.ListTools, api.ListToolsRequest())
+
+    async def execute_tool(
+        self,
+        *,
+        agent_id: str,
+        tool_name: str,
+        arguments: Mapping[str, Any] | str,
+        conversation_id: str = "",
+        etag: str = "",
+    ) -> api.ExecuteToolResponse:
+        """Run a memory tool as an LLM called it. A tool's own failure is ``ok=False``, not an exception."""
+        request = api.ExecuteToolRequest(
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            tool_name=tool_name,
+            arguments=tool_arguments(arguments),
+            etag=etag,
+        )
+        return await self._call(self._stub.ExecuteTool, request)

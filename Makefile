@@ -13,7 +13,7 @@ LOCAL_PKGS  := -e clients/python -e services/serving -e services/memory -e servi
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-memory run-retrieval test check lint format typecheck proto proto-check \
-        bench bench-quality bench-locomo clean
+        client client-check bench bench-quality bench-locomo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -62,7 +62,13 @@ proto-check: proto ## fail if the committed stubs differ from freshly generated 
 	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1)" \
 	  || { echo "untracked generated files: run 'make proto' and commit"; exit 1; }
 
-check: lint typecheck proto-check test ## what CI runs: lint, types, stub drift, tests
+client: install ## regenerate the sync MemoryClient from the async one (clients/python/strata/client)
+	$(PY) -m scripts.generate_sync_client
+
+client-check: install ## fail if the generated sync client differs from a fresh generation
+	$(PY) -m scripts.generate_sync_client --check
+
+check: lint typecheck proto-check client-check test ## what CI runs: lint, types, stub and client drift, tests
 
 bench: install ## latency/throughput benchmarks; figures go to bench/results and are printed
 	$(PY) -m bench.run_all

@@ -14,7 +14,9 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from strata.memory.v1 import resources_pb2 as _resources_pb2
 import builtins as _builtins
 import sys
@@ -26,6 +28,43 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _SearchMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SearchModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SearchMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SEARCH_MODE_UNSPECIFIED: _SearchMode.ValueType  # 0
+    SEARCH_MODE_VECTOR: _SearchMode.ValueType  # 1
+    SEARCH_MODE_FTS: _SearchMode.ValueType  # 2
+    SEARCH_MODE_HYBRID: _SearchMode.ValueType  # 3
+
+class SearchMode(_SearchMode, metaclass=_SearchModeEnumTypeWrapper):
+    """Search modes of SearchArchival and SearchMessages."""
+
+SEARCH_MODE_UNSPECIFIED: SearchMode.ValueType  # 0
+SEARCH_MODE_VECTOR: SearchMode.ValueType  # 1
+SEARCH_MODE_FTS: SearchMode.ValueType  # 2
+SEARCH_MODE_HYBRID: SearchMode.ValueType  # 3
+Global___SearchMode: _TypeAlias = SearchMode  # noqa: Y015
+
+class _TagMatch:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _TagMatchEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TagMatch.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    TAG_MATCH_UNSPECIFIED: _TagMatch.ValueType  # 0
+    TAG_MATCH_ANY: _TagMatch.ValueType  # 1
+    TAG_MATCH_ALL: _TagMatch.ValueType  # 2
+
+class TagMatch(_TagMatch, metaclass=_TagMatchEnumTypeWrapper): ...
+
+TAG_MATCH_UNSPECIFIED: TagMatch.ValueType  # 0
+TAG_MATCH_ANY: TagMatch.ValueType  # 1
+TAG_MATCH_ALL: TagMatch.ValueType  # 2
+Global___TagMatch: _TypeAlias = TagMatch  # noqa: Y015
 
 @_typing.final
 class CreateAgentRequest(_message.Message):
@@ -687,9 +726,14 @@ class AppendMessagesRequest(_message.Message):
     AGENT_ID_FIELD_NUMBER: _builtins.int
     CONVERSATION_ID_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
+    WAIT_SEARCHABLE_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     conversation_id: _builtins.str
     """Defaults to "default"."""
+    wait_searchable: _builtins.bool
+    """Return only once the messages are searchable (bounded by the call's deadline). The messages are
+    stored either way; on timeout the call fails with DEADLINE_EXCEEDED and indexing continues.
+    """
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Message]: ...
     def __init__(
@@ -698,10 +742,11 @@ class AppendMessagesRequest(_message.Message):
         agent_id: _builtins.str = ...,
         conversation_id: _builtins.str = ...,
         messages: _abc.Iterable[_resources_pb2.Message] | None = ...,
+        wait_searchable: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id", "messages", b"messages"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id", "messages", b"messages", "wait_searchable", b"wait_searchable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -788,6 +833,525 @@ class ListMessagesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListMessagesResponse: _TypeAlias = ListMessagesResponse  # noqa: Y015
+
+@_typing.final
+class CreateArchiveRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ARCHIVE_FIELD_NUMBER: _builtins.int
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    """If set, the archive is attached to this agent."""
+    @_builtins.property
+    def archive(self) -> _resources_pb2.Archive: ...
+    def __init__(
+        self,
+        *,
+        archive: _resources_pb2.Archive | None = ...,
+        agent_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["archive", b"archive"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archive", b"archive"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateArchiveRequest: _TypeAlias = CreateArchiveRequest  # noqa: Y015
+
+@_typing.final
+class GetArchiveRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ARCHIVE_ID_FIELD_NUMBER: _builtins.int
+    archive_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        archive_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_id", b"archive_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetArchiveRequest: _TypeAlias = GetArchiveRequest  # noqa: Y015
+
+@_typing.final
+class ListArchivesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    """If set: the archives attached to this agent. Otherwise every archive of the tenant."""
+    page_size: _builtins.int
+    page_token: _builtins.str
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListArchivesRequest: _TypeAlias = ListArchivesRequest  # noqa: Y015
+
+@_typing.final
+class ListArchivesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ARCHIVES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    @_builtins.property
+    def archives(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Archive]: ...
+    def __init__(
+        self,
+        *,
+        archives: _abc.Iterable[_resources_pb2.Archive] | None = ...,
+        next_page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archives", b"archives", "next_page_token", b"next_page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListArchivesResponse: _TypeAlias = ListArchivesResponse  # noqa: Y015
+
+@_typing.final
+class DeleteArchiveRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ARCHIVE_ID_FIELD_NUMBER: _builtins.int
+    archive_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        archive_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_id", b"archive_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteArchiveRequest: _TypeAlias = DeleteArchiveRequest  # noqa: Y015
+
+@_typing.final
+class AttachArchiveRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    ARCHIVE_ID_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    archive_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        archive_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archive_id", b"archive_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AttachArchiveRequest: _TypeAlias = AttachArchiveRequest  # noqa: Y015
+
+@_typing.final
+class DetachArchiveRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    ARCHIVE_ID_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    archive_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        archive_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archive_id", b"archive_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DetachArchiveRequest: _TypeAlias = DetachArchiveRequest  # noqa: Y015
+
+@_typing.final
+class CreatePassagesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    ARCHIVE_ID_FIELD_NUMBER: _builtins.int
+    PASSAGES_FIELD_NUMBER: _builtins.int
+    WAIT_SEARCHABLE_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    """The agent whose default archive receives the passages (when archive_id is empty)."""
+    archive_id: _builtins.str
+    wait_searchable: _builtins.bool
+    """As in AppendMessagesRequest."""
+    @_builtins.property
+    def passages(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Passage]:
+        """text, tags, metadata and optionally create_time of each passage."""
+
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        archive_id: _builtins.str = ...,
+        passages: _abc.Iterable[_resources_pb2.Passage] | None = ...,
+        wait_searchable: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archive_id", b"archive_id", "passages", b"passages", "wait_searchable", b"wait_searchable"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatePassagesRequest: _TypeAlias = CreatePassagesRequest  # noqa: Y015
+
+@_typing.final
+class CreatePassagesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PASSAGES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def passages(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Passage]: ...
+    def __init__(
+        self,
+        *,
+        passages: _abc.Iterable[_resources_pb2.Passage] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["passages", b"passages"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreatePassagesResponse: _TypeAlias = CreatePassagesResponse  # noqa: Y015
+
+@_typing.final
+class ListPassagesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ARCHIVE_ID_FIELD_NUMBER: _builtins.int
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    archive_id: _builtins.str
+    """One of: an archive, or an agent (every archive attached to it)."""
+    agent_id: _builtins.str
+    page_size: _builtins.int
+    page_token: _builtins.str
+    def __init__(
+        self,
+        *,
+        archive_id: _builtins.str = ...,
+        agent_id: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archive_id", b"archive_id", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPassagesRequest: _TypeAlias = ListPassagesRequest  # noqa: Y015
+
+@_typing.final
+class ListPassagesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PASSAGES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    TOTAL_SIZE_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    total_size: _builtins.int
+    @_builtins.property
+    def passages(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Passage]:
+        """Oldest first."""
+
+    def __init__(
+        self,
+        *,
+        passages: _abc.Iterable[_resources_pb2.Passage] | None = ...,
+        next_page_token: _builtins.str = ...,
+        total_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "passages", b"passages", "total_size", b"total_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPassagesResponse: _TypeAlias = ListPassagesResponse  # noqa: Y015
+
+@_typing.final
+class DeletePassageRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PASSAGE_ID_FIELD_NUMBER: _builtins.int
+    passage_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        passage_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["passage_id", b"passage_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeletePassageRequest: _TypeAlias = DeletePassageRequest  # noqa: Y015
+
+@_typing.final
+class SearchArchivalRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    TAG_MATCH_FIELD_NUMBER: _builtins.int
+    TOP_K_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    query: _builtins.str
+    mode: Global___SearchMode.ValueType
+    """Defaults to hybrid."""
+    tag_match: Global___TagMatch.ValueType
+    """Defaults to any."""
+    top_k: _builtins.int
+    """Defaults to 5, at most 100."""
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """Inclusive bounds."""
+
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        query: _builtins.str = ...,
+        mode: Global___SearchMode.ValueType = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        tag_match: Global___TagMatch.ValueType = ...,
+        top_k: _builtins.int = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "end_time", b"end_time", "mode", b"mode", "query", b"query", "start_time", b"start_time", "tag_match", b"tag_match", "tags", b"tags", "top_k", b"top_k"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchArchivalRequest: _TypeAlias = SearchArchivalRequest  # noqa: Y015
+
+@_typing.final
+class ArchivalHit(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PASSAGE_FIELD_NUMBER: _builtins.int
+    RELEVANCE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def passage(self) -> _resources_pb2.Passage: ...
+    @_builtins.property
+    def relevance(self) -> _resources_pb2.Relevance: ...
+    def __init__(
+        self,
+        *,
+        passage: _resources_pb2.Passage | None = ...,
+        relevance: _resources_pb2.Relevance | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["passage", b"passage", "relevance", b"relevance"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["passage", b"passage", "relevance", b"relevance"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ArchivalHit: _TypeAlias = ArchivalHit  # noqa: Y015
+
+@_typing.final
+class SearchArchivalResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HITS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___ArchivalHit]: ...
+    def __init__(
+        self,
+        *,
+        hits: _abc.Iterable[Global___ArchivalHit] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hits", b"hits"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchArchivalResponse: _TypeAlias = SearchArchivalResponse  # noqa: Y015
+
+@_typing.final
+class SearchMessagesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    ROLES_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
+    END_TIME_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    query: _builtins.str
+    mode: Global___SearchMode.ValueType
+    conversation_id: _builtins.str
+    """Empty: every conversation of the agent."""
+    limit: _builtins.int
+    """Defaults to 5, at most 100."""
+    @_builtins.property
+    def roles(self) -> _containers.RepeatedScalarFieldContainer[_resources_pb2.MessageRole.ValueType]: ...
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def end_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        query: _builtins.str = ...,
+        mode: Global___SearchMode.ValueType = ...,
+        roles: _abc.Iterable[_resources_pb2.MessageRole.ValueType] | None = ...,
+        conversation_id: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
+        end_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["end_time", b"end_time", "start_time", b"start_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id", "end_time", b"end_time", "limit", b"limit", "mode", b"mode", "query", b"query", "roles", b"roles", "start_time", b"start_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchMessagesRequest: _TypeAlias = SearchMessagesRequest  # noqa: Y015
+
+@_typing.final
+class MessageHit(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    RELEVANCE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def message(self) -> _resources_pb2.Message: ...
+    @_builtins.property
+    def relevance(self) -> _resources_pb2.Relevance: ...
+    def __init__(
+        self,
+        *,
+        message: _resources_pb2.Message | None = ...,
+        relevance: _resources_pb2.Relevance | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "relevance", b"relevance"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "relevance", b"relevance"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MessageHit: _TypeAlias = MessageHit  # noqa: Y015
+
+@_typing.final
+class SearchMessagesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HITS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___MessageHit]: ...
+    def __init__(
+        self,
+        *,
+        hits: _abc.Iterable[Global___MessageHit] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hits", b"hits"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchMessagesResponse: _TypeAlias = SearchMessagesResponse  # noqa: Y015
+
+@_typing.final
+class ReindexRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    BATCH_SIZE_FIELD_NUMBER: _builtins.int
+    ALL_TENANTS_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    """Empty: every agent of the caller's tenant."""
+    batch_size: _builtins.int
+    """Documents sent to RetrievalService per call. Defaults to 256."""
+    all_tenants: _builtins.bool
+    """Every tenant's documents (an operator's call; admin-only once API keys land)."""
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        batch_size: _builtins.int = ...,
+        all_tenants: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "all_tenants", b"all_tenants", "batch_size", b"batch_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReindexRequest: _TypeAlias = ReindexRequest  # noqa: Y015
+
+@_typing.final
+class ReindexProgress(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DOCUMENTS_TOTAL_FIELD_NUMBER: _builtins.int
+    DOCUMENTS_DONE_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    documents_total: _builtins.int
+    documents_done: _builtins.int
+    done: _builtins.bool
+    """True on the last message."""
+    def __init__(
+        self,
+        *,
+        documents_total: _builtins.int = ...,
+        documents_done: _builtins.int = ...,
+        done: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["documents_done", b"documents_done", "documents_total", b"documents_total", "done", b"done"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReindexProgress: _TypeAlias = ReindexProgress  # noqa: Y015
 
 @_typing.final
 class RenderMemoryRequest(_message.Message):

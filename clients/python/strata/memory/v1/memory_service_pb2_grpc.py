@@ -151,6 +151,66 @@ class MemoryServiceStub:
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListMessagesRequest.SerializeToString,
                 response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListMessagesResponse.FromString,
                 _registered_method=True)
+        self.CreateArchive = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/CreateArchive',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.CreateArchiveRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+                _registered_method=True)
+        self.GetArchive = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/GetArchive',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.GetArchiveRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+                _registered_method=True)
+        self.ListArchives = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/ListArchives',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListArchivesRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListArchivesResponse.FromString,
+                _registered_method=True)
+        self.DeleteArchive = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/DeleteArchive',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DeleteArchiveRequest.SerializeToString,
+                response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+                _registered_method=True)
+        self.AttachArchive = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/AttachArchive',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.AttachArchiveRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+                _registered_method=True)
+        self.DetachArchive = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/DetachArchive',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DetachArchiveRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+                _registered_method=True)
+        self.CreatePassages = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/CreatePassages',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.CreatePassagesRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.CreatePassagesResponse.FromString,
+                _registered_method=True)
+        self.ListPassages = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/ListPassages',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListPassagesRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListPassagesResponse.FromString,
+                _registered_method=True)
+        self.DeletePassage = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/DeletePassage',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DeletePassageRequest.SerializeToString,
+                response_deserializer=google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+                _registered_method=True)
+        self.SearchArchival = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/SearchArchival',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchArchivalRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchArchivalResponse.FromString,
+                _registered_method=True)
+        self.SearchMessages = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/SearchMessages',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchMessagesRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchMessagesResponse.FromString,
+                _registered_method=True)
+        self.Reindex = channel.unary_stream(
+                '/strata.memory.v1.MemoryService/Reindex',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ReindexRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ReindexProgress.FromString,
+                _registered_method=True)
         self.RenderMemory = channel.unary_unary(
                 '/strata.memory.v1.MemoryService/RenderMemory',
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.RenderMemoryRequest.SerializeToString,
@@ -327,6 +387,84 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateArchive(self, request, context):
+        """Archival memory: archives (shareable) and their passages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetArchive(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListArchives(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteArchive(self, request, context):
+        """Deletes the archive and its passages (and their index entries).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AttachArchive(self, request, context):
+        """Shares an archive with an agent (idempotent).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DetachArchive(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreatePassages(self, request, context):
+        """Inserts passages; without archive_id, into the agent's default archive (created if needed).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPassages(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeletePassage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchArchival(self, request, context):
+        """Search over what an agent can reach, through RetrievalService (hybrid by default).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchMessages(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Reindex(self, request, context):
+        """Rebuilds RetrievalService's indexes from the store, streaming progress.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RenderMemory(self, request, context):
         """Rendering and the system prompt.
         """
@@ -476,6 +614,66 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ListMessages,
                     request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListMessagesRequest.FromString,
                     response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListMessagesResponse.SerializeToString,
+            ),
+            'CreateArchive': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateArchive,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.CreateArchiveRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.SerializeToString,
+            ),
+            'GetArchive': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetArchive,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.GetArchiveRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.SerializeToString,
+            ),
+            'ListArchives': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListArchives,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListArchivesRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListArchivesResponse.SerializeToString,
+            ),
+            'DeleteArchive': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteArchive,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DeleteArchiveRequest.FromString,
+                    response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ),
+            'AttachArchive': grpc.unary_unary_rpc_method_handler(
+                    servicer.AttachArchive,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.AttachArchiveRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.SerializeToString,
+            ),
+            'DetachArchive': grpc.unary_unary_rpc_method_handler(
+                    servicer.DetachArchive,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DetachArchiveRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_resources__pb2.Archive.SerializeToString,
+            ),
+            'CreatePassages': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreatePassages,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.CreatePassagesRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.CreatePassagesResponse.SerializeToString,
+            ),
+            'ListPassages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPassages,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListPassagesRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListPassagesResponse.SerializeToString,
+            ),
+            'DeletePassage': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeletePassage,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DeletePassageRequest.FromString,
+                    response_serializer=google_dot_protobuf_dot_empty__pb2.Empty.SerializeToString,
+            ),
+            'SearchArchival': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchArchival,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchArchivalRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchArchivalResponse.SerializeToString,
+            ),
+            'SearchMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchMessages,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchMessagesRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchMessagesResponse.SerializeToString,
+            ),
+            'Reindex': grpc.unary_stream_rpc_method_handler(
+                    servicer.Reindex,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ReindexRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ReindexProgress.SerializeToString,
             ),
             'RenderMemory': grpc.unary_unary_rpc_method_handler(
                     servicer.RenderMemory,
@@ -1124,6 +1322,330 @@ class MemoryService:
             '/strata.memory.v1.MemoryService/ListMessages',
             strata_dot_memory_dot_v1_dot_memory__service__pb2.ListMessagesRequest.SerializeToString,
             strata_dot_memory_dot_v1_dot_memory__service__pb2.ListMessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateArchive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/CreateArchive',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.CreateArchiveRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetArchive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/GetArchive',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.GetArchiveRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListArchives(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/ListArchives',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ListArchivesRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ListArchivesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteArchive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/DeleteArchive',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.DeleteArchiveRequest.SerializeToString,
+            google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AttachArchive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/AttachArchive',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.AttachArchiveRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DetachArchive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/DetachArchive',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.DetachArchiveRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_resources__pb2.Archive.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreatePassages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/CreatePassages',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.CreatePassagesRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.CreatePassagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPassages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/ListPassages',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ListPassagesRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ListPassagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeletePassage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/DeletePassage',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.DeletePassageRequest.SerializeToString,
+            google_dot_protobuf_dot_empty__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchArchival(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/SearchArchival',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchArchivalRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchArchivalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/SearchMessages',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchMessagesRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.SearchMessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Reindex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/Reindex',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ReindexRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ReindexProgress.FromString,
             options,
             channel_credentials,
             insecure,

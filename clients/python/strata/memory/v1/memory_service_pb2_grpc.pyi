@@ -71,6 +71,24 @@ class MemoryServiceStub:
     AppendMessages: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.AppendMessagesRequest, _memory_service_pb2.AppendMessagesResponse]
     """Messages (recall memory)."""
     ListMessages: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListMessagesRequest, _memory_service_pb2.ListMessagesResponse]
+    CreateArchive: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.CreateArchiveRequest, _resources_pb2.Archive]
+    """Archival memory: archives (shareable) and their passages."""
+    GetArchive: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetArchiveRequest, _resources_pb2.Archive]
+    ListArchives: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListArchivesRequest, _memory_service_pb2.ListArchivesResponse]
+    DeleteArchive: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DeleteArchiveRequest, _empty_pb2.Empty]
+    """Deletes the archive and its passages (and their index entries)."""
+    AttachArchive: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.AttachArchiveRequest, _resources_pb2.Archive]
+    """Shares an archive with an agent (idempotent)."""
+    DetachArchive: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DetachArchiveRequest, _resources_pb2.Archive]
+    CreatePassages: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.CreatePassagesRequest, _memory_service_pb2.CreatePassagesResponse]
+    """Inserts passages; without archive_id, into the agent's default archive (created if needed)."""
+    ListPassages: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListPassagesRequest, _memory_service_pb2.ListPassagesResponse]
+    DeletePassage: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DeletePassageRequest, _empty_pb2.Empty]
+    SearchArchival: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.SearchArchivalRequest, _memory_service_pb2.SearchArchivalResponse]
+    """Search over what an agent can reach, through RetrievalService (hybrid by default)."""
+    SearchMessages: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.SearchMessagesRequest, _memory_service_pb2.SearchMessagesResponse]
+    Reindex: _grpc.UnaryStreamMultiCallable[_memory_service_pb2.ReindexRequest, _memory_service_pb2.ReindexProgress]
+    """Rebuilds RetrievalService's indexes from the store, streaming progress."""
     RenderMemory: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.RenderMemoryRequest, _memory_service_pb2.RenderMemoryResponse]
     """Rendering and the system prompt."""
     GetSystemPrompt: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetSystemPromptRequest, _resources_pb2.SystemPrompt]
@@ -113,6 +131,24 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     AppendMessages: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.AppendMessagesRequest, _memory_service_pb2.AppendMessagesResponse]  # type: ignore[assignment]
     """Messages (recall memory)."""
     ListMessages: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListMessagesRequest, _memory_service_pb2.ListMessagesResponse]  # type: ignore[assignment]
+    CreateArchive: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.CreateArchiveRequest, _resources_pb2.Archive]  # type: ignore[assignment]
+    """Archival memory: archives (shareable) and their passages."""
+    GetArchive: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetArchiveRequest, _resources_pb2.Archive]  # type: ignore[assignment]
+    ListArchives: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListArchivesRequest, _memory_service_pb2.ListArchivesResponse]  # type: ignore[assignment]
+    DeleteArchive: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DeleteArchiveRequest, _empty_pb2.Empty]  # type: ignore[assignment]
+    """Deletes the archive and its passages (and their index entries)."""
+    AttachArchive: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.AttachArchiveRequest, _resources_pb2.Archive]  # type: ignore[assignment]
+    """Shares an archive with an agent (idempotent)."""
+    DetachArchive: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DetachArchiveRequest, _resources_pb2.Archive]  # type: ignore[assignment]
+    CreatePassages: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.CreatePassagesRequest, _memory_service_pb2.CreatePassagesResponse]  # type: ignore[assignment]
+    """Inserts passages; without archive_id, into the agent's default archive (created if needed)."""
+    ListPassages: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListPassagesRequest, _memory_service_pb2.ListPassagesResponse]  # type: ignore[assignment]
+    DeletePassage: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DeletePassageRequest, _empty_pb2.Empty]  # type: ignore[assignment]
+    SearchArchival: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.SearchArchivalRequest, _memory_service_pb2.SearchArchivalResponse]  # type: ignore[assignment]
+    """Search over what an agent can reach, through RetrievalService (hybrid by default)."""
+    SearchMessages: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.SearchMessagesRequest, _memory_service_pb2.SearchMessagesResponse]  # type: ignore[assignment]
+    Reindex: _aio.UnaryStreamMultiCallable[_memory_service_pb2.ReindexRequest, _memory_service_pb2.ReindexProgress]  # type: ignore[assignment]
+    """Rebuilds RetrievalService's indexes from the store, streaming progress."""
     RenderMemory: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.RenderMemoryRequest, _memory_service_pb2.RenderMemoryResponse]  # type: ignore[assignment]
     """Rendering and the system prompt."""
     GetSystemPrompt: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetSystemPromptRequest, _resources_pb2.SystemPrompt]  # type: ignore[assignment]
@@ -290,6 +326,96 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.ListMessagesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.ListMessagesResponse, _abc.Awaitable[_memory_service_pb2.ListMessagesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def CreateArchive(
+        self,
+        request: _memory_service_pb2.CreateArchiveRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_resources_pb2.Archive, _abc.Awaitable[_resources_pb2.Archive]]:
+        """Archival memory: archives (shareable) and their passages."""
+
+    @_abc_1.abstractmethod
+    def GetArchive(
+        self,
+        request: _memory_service_pb2.GetArchiveRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_resources_pb2.Archive, _abc.Awaitable[_resources_pb2.Archive]]: ...
+
+    @_abc_1.abstractmethod
+    def ListArchives(
+        self,
+        request: _memory_service_pb2.ListArchivesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ListArchivesResponse, _abc.Awaitable[_memory_service_pb2.ListArchivesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteArchive(
+        self,
+        request: _memory_service_pb2.DeleteArchiveRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_empty_pb2.Empty, _abc.Awaitable[_empty_pb2.Empty]]:
+        """Deletes the archive and its passages (and their index entries)."""
+
+    @_abc_1.abstractmethod
+    def AttachArchive(
+        self,
+        request: _memory_service_pb2.AttachArchiveRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_resources_pb2.Archive, _abc.Awaitable[_resources_pb2.Archive]]:
+        """Shares an archive with an agent (idempotent)."""
+
+    @_abc_1.abstractmethod
+    def DetachArchive(
+        self,
+        request: _memory_service_pb2.DetachArchiveRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_resources_pb2.Archive, _abc.Awaitable[_resources_pb2.Archive]]: ...
+
+    @_abc_1.abstractmethod
+    def CreatePassages(
+        self,
+        request: _memory_service_pb2.CreatePassagesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.CreatePassagesResponse, _abc.Awaitable[_memory_service_pb2.CreatePassagesResponse]]:
+        """Inserts passages; without archive_id, into the agent's default archive (created if needed)."""
+
+    @_abc_1.abstractmethod
+    def ListPassages(
+        self,
+        request: _memory_service_pb2.ListPassagesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ListPassagesResponse, _abc.Awaitable[_memory_service_pb2.ListPassagesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeletePassage(
+        self,
+        request: _memory_service_pb2.DeletePassageRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_empty_pb2.Empty, _abc.Awaitable[_empty_pb2.Empty]]: ...
+
+    @_abc_1.abstractmethod
+    def SearchArchival(
+        self,
+        request: _memory_service_pb2.SearchArchivalRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.SearchArchivalResponse, _abc.Awaitable[_memory_service_pb2.SearchArchivalResponse]]:
+        """Search over what an agent can reach, through RetrievalService (hybrid by default)."""
+
+    @_abc_1.abstractmethod
+    def SearchMessages(
+        self,
+        request: _memory_service_pb2.SearchMessagesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.SearchMessagesResponse, _abc.Awaitable[_memory_service_pb2.SearchMessagesResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def Reindex(
+        self,
+        request: _memory_service_pb2.ReindexRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_memory_service_pb2.ReindexProgress], _abc.AsyncIterator[_memory_service_pb2.ReindexProgress]]:
+        """Rebuilds RetrievalService's indexes from the store, streaming progress."""
 
     @_abc_1.abstractmethod
     def RenderMemory(

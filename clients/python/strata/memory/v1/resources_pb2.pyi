@@ -597,3 +597,149 @@ class Tool(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Tool: _TypeAlias = Tool  # noqa: Y015
+
+@_typing.final
+class Archive(_message.Message):
+    """A named collection of passages (archival memory). Attachable to many agents (shared); an agent's
+    default archive is created on its first archival insert.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Output only. "archive-<uuid>"."""
+    tenant_id: _builtins.str
+    name: _builtins.str
+    description: _builtins.str
+    @_builtins.property
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Output only. Agents the archive is attached to."""
+
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        tenant_id: _builtins.str = ...,
+        name: _builtins.str = ...,
+        description: _builtins.str = ...,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "create_time", b"create_time", "description", b"description", "id", b"id", "name", b"name", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Archive: _TypeAlias = Archive  # noqa: Y015
+
+@_typing.final
+class Passage(_message.Message):
+    """A long-term fact in an archive, found by archival search."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ID_FIELD_NUMBER: _builtins.int
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    ARCHIVE_ID_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """Output only. "passage-<uuid>"."""
+    tenant_id: _builtins.str
+    archive_id: _builtins.str
+    text: _builtins.str
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """Defaults to the time of insertion."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        tenant_id: _builtins.str = ...,
+        archive_id: _builtins.str = ...,
+        text: _builtins.str = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["archive_id", b"archive_id", "create_time", b"create_time", "id", b"id", "metadata", b"metadata", "tags", b"tags", "tenant_id", b"tenant_id", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Passage: _TypeAlias = Passage  # noqa: Y015
+
+@_typing.final
+class Relevance(_message.Message):
+    """How a hit ranked in each search leg (absent ranks: the leg did not return it)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RRF_SCORE_FIELD_NUMBER: _builtins.int
+    VECTOR_RANK_FIELD_NUMBER: _builtins.int
+    FTS_RANK_FIELD_NUMBER: _builtins.int
+    SEARCH_MODE_FIELD_NUMBER: _builtins.int
+    rrf_score: _builtins.float
+    vector_rank: _builtins.int
+    fts_rank: _builtins.int
+    search_mode: _builtins.str
+    """"vector", "fts" or "hybrid"."""
+    def __init__(
+        self,
+        *,
+        rrf_score: _builtins.float = ...,
+        vector_rank: _builtins.int | None = ...,
+        fts_rank: _builtins.int | None = ...,
+        search_mode: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_vector_rank", b"_vector_rank", "fts_rank", b"fts_rank", "vector_rank", b"vector_rank"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_vector_rank", b"_vector_rank", "fts_rank", b"fts_rank", "rrf_score", b"rrf_score", "search_mode", b"search_mode", "vector_rank", b"vector_rank"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__fts_rank: _TypeAlias = _typing.Literal["fts_rank"]  # noqa: Y015
+    _WhichOneofArgType__fts_rank: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank"]  # noqa: Y015
+    _WhichOneofReturnType__vector_rank: _TypeAlias = _typing.Literal["vector_rank"]  # noqa: Y015
+    _WhichOneofArgType__vector_rank: _TypeAlias = _typing.Literal["_vector_rank", b"_vector_rank"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fts_rank) -> _WhichOneofReturnType__fts_rank | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__vector_rank) -> _WhichOneofReturnType__vector_rank | None: ...
+
+Global___Relevance: _TypeAlias = Relevance  # noqa: Y015

@@ -213,3 +213,18 @@ def test_garbage_arguments_only_ever_raise_strata_errors(name: str, arguments: s
         assert result.message
     else:
         assert result.changes
+
+
+@FAST
+@given(value=TEXT, text=TEXT, where=st.integers(min_value=-1, max_value=8))
+def test_snippet_lines_match_the_line_numbered_render(value: str, text: str, where: int) -> None:
+    where = min(where, len(value.split("\n")) if value else 0)
+    options = PlanOptions(True, ToolResultStyle.SNIPPET)
+    arguments = json.dumps({"label": "b", "new_string": text, "insert_line": where})
+    outcome = plan_tool_call("memory_insert", arguments, {"b": Block("b", value)}, options=options)
+    (change,) = outcome.changes
+    assert isinstance(change, SetValue)
+    rendered = render_blocks([Block("b", change.value)], RenderMode.LINE_NUMBERED).split("\n")
+    snippet = outcome.text.split("\n")[1:]
+    assert bool(snippet) == bool(change.value)  # an empty block shows no lines at all
+    assert all(line in rendered for line in snippet if not line.startswith("... ("))

@@ -5,6 +5,8 @@ generated response message (``None`` for the ``Empty`` of deletes), with three c
 block is named by ``block_id`` or by ``agent_id`` + ``label`` (the ``BlockRef`` fields),
 ``update_mask`` is a list of field paths, and ``execute_tool`` JSON-encodes a mapping of arguments.
 ``iter_*`` methods walk every page of a list. Failed calls raise a ``StrataClientError`` subclass.
+The channel handling lives in ``async_base.py``; archives, passages and search in
+``async_archival.py``.
 
 Keep this file transformable by ``scripts/generate_sync_client.py``: no asyncio APIs beyond
 ``async``/``await``, and nothing but ``grpc.aio`` spellings that have a ``grpc`` twin.
@@ -12,74 +14,22 @@ Keep this file transformable by ``scripts/generate_sync_client.py``: no asyncio 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
 
-import grpc
-from google.protobuf.message import Message
-
-from strata.client.arguments import (
-    DEFAULT_TIMEOUT,
-    block_ref,
-    call_metadata,
-    field_mask,
-    tool_arguments,
-)
-from strata.client.errors import error_from_rpc
+from strata.client.arguments import block_ref, field_mask, tool_arguments
+from strata.client.async_archival import AsyncArchivalMethods
 from strata.memory.v1 import memory_service_pb2 as api
-from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 
-RequestT = TypeVar("RequestT", bound=Message)
-ResponseT = TypeVar("ResponseT", bound=Message)
 
+class AsyncMemoryClient(AsyncArchivalMethods):
+    """Every MemoryService RPC over a ``grpc.aio`` channel; use as a context manager or ``close()``.
 
-class AsyncMemoryClient:
-    """MemoryService over a ``grpc.aio`` channel; use as a context manager or call ``close()``.
-
+    ``AsyncMemoryClient(target, tenant=None, timeout=30.0, credentials=None, options=())``:
     ``tenant`` is sent as ``x-strata-tenant`` on every call (the server's "default" if ``None``);
-    ``timeout`` is the deadline of each call in seconds. Pass ``credentials`` for TLS.
+    ``timeout`` is each unary call's deadline in seconds; ``credentials`` switch to TLS.
     """
-
-    def __init__(
-        self,
-        target: str,
-        *,
-        tenant: str | None = None,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        credentials: grpc.ChannelCredentials | None = None,
-        options: Sequence[tuple[str, Any]] = (),
-    ) -> None:
-        self.target = target
-        self.tenant = tenant
-        self.timeout = timeout
-        self._metadata = call_metadata(tenant)
-        if credentials is None:
-            self._channel = grpc.aio.insecure_channel(target, options=list(options))
-        else:
-            self._channel = grpc.aio.secure_channel(target, credentials, options=list(options))
-        self._stub = memory_service_pb2_grpc.MemoryServiceStub(self._channel)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        """Close the channel; calls in flight are cancelled."""
-        await self._channel.close(grace=None)
-
-    async def _call(
-        self, method: grpc.aio.UnaryUnaryMultiCallable[RequestT, ResponseT], request: RequestT
-    ) -> ResponseT:
-        try:
-            return await method(request, timeout=self.timeout, metadata=self._metadata)
-        except grpc.RpcError as error:
-            raise error_from_rpc(error) from None
 
     # Agents -------------------------------------------------------------------------------------
 
@@ -264,11 +214,22 @@ class AsyncMemoryClient:
     # Messages -----------------------------------------------------------------------------------
 
     async def append_messages(
-        self, *, agent_id: str, messages: Iterable[pb.Message], conversation_id: str = ""
+        self,
+        *,
+        agent_id: str,
+        messages: Iterable[pb.Message],
+        conversation_id: str = "",
+        wait_searchable: bool = False,
     ) -> api.AppendMessagesResponse:
-        """Store messages in order (in ``default`` without ``conversation_id``); returns them as stored."""
+        """Store messages in order (in ``default`` without ``conversation_id``); returns them as stored.
+
+        With ``wait_searchable`` the call returns once they are indexed (bounded by its deadline).
+        """
         request = api.AppendMessagesRequest(
-            agent_id=agent_id, conversation_id=conversation_id, messages=messages
+            agent_id=agent_id,
+            conversation_id=conversation_id,
+            messages=messages,
+            wait_searchable=wait_searchable,
         )
         return await self._call(self._stub.AppendMessages, request)
 

@@ -1,0 +1,1 @@
+"""The ``strata`` command-line interface; ``main.main`` is the console script."""

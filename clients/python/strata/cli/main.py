@@ -1,0 +1,85 @@
+"""The ``strata`` command: agents, blocks, prompt, tools and messages of a MemoryService.
+
+    strata [--target HOST:PORT] [--tenant T] [--json] GROUP COMMAND [options]
+
+Exit codes: 0 on success, 2 for bad usage or INVALID_ARGUMENT, 1 for any other failure (including
+a memory tool that reports ``ok=false``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+import grpc
+
+from strata.cli import agents, blocks, messages, prompt
+from strata.cli.commands import UsageError
+from strata.cli.output import Printer
+from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
+
+TARGET_ENV = "STRATA_MEMORY_TARGET"
+TENANT_ENV = "STRATA_TENANT"
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strata",
+        description="Manage Strata agents' memory through MemoryService.",
+        epilog="Exit codes: 0 ok, 2 bad usage or INVALID_ARGUMENT, 1 any other failure.",
+    )
+    parser.add_argument(
+        "--target",
+        default=os.environ.get(TARGET_ENV, DEFAULT_TARGET),
+        help=f"MemoryService address (env {TARGET_ENV}; default %(default)s)",
+    )
+    parser.add_argument(
+        "--tenant",
+        default=os.environ.get(TENANT_ENV) or None,
+        help=f"tenant sent as x-strata-tenant (env {TENANT_ENV}; the server's 'default' if unset)",
+    )
+    parser.add_argument("--json", action="store_true", help="print results as protobuf JSON")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per call (default %(default)s)"
+    )
+    groups = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    agents.register(groups)
+    blocks.register(groups)
+    prompt.register(groups)
+    messages.register(groups)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (the console script exits with it)."""
+    args = build_parser().parse_args(argv)
+    printer = Printer(as_json=args.json)
+    try:
+        with MemoryClient(args.target, tenant=args.tenant, timeout=args.timeout) as client:
+            code: int | None = args.run(client, args, printer)
+    except StrataClientError as error:
+        report(error)
+        return EXIT_USAGE if error.code == grpc.StatusCode.INVALID_ARGUMENT else EXIT_FAILURE
+    except UsageError as error:
+        print(f"strata: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return code or 0
+
+
+def report(error: StrataClientError) -> None:
+    """Status, message and reason on stderr, then the bad fields and the ErrorInfo metadata."""
+    reason = f" (reason: {error.reason})" if error.reason else ""
+    print(f"strata: {error.code.name}: {error.message}{reason}", file=sys.stderr)
+    for violation in error.field_violations:
+        print(f"  field {violation.field}: {violation.description}", file=sys.stderr)
+    for key, value in sorted(error.metadata.items()):
+        print(f"  {key} = {value}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

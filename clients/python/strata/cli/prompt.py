@@ -1,0 +1,103 @@
+"""``strata prompt show|render|recompile`` and ``strata tools list|exec``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from strata.cli.commands import Subparsers, command, group
+from strata.cli.output import RENDER_MODES, Printer
+from strata.client import MemoryClient
+from strata.memory.v1 import resources_pb2 as pb
+
+
+def register(subparsers: Subparsers) -> None:
+    prompts = group(subparsers, "prompt", "rendered memory and the compiled system prompt")
+
+    show = command(prompts, "show", "the stored system prompt (and whether it is stale)", _show)
+    _add_conversation(show)
+
+    render = command(prompts, "render", "core memory rendered now, in any mode", _render)
+    render.add_argument("--agent", dest="agent_id", required=True)
+    render.add_argument("--mode", choices=sorted(RENDER_MODES), help="default: the agent's own mode")
+
+    recompile = command(
+        prompts, "recompile", "rebuild the stored prompt from memory; prints the diff", _recompile
+    )
+    _add_conversation(recompile)
+    recompile.add_argument("--dry-run", action="store_true", help="show the diff without saving")
+
+    tools = group(subparsers, "tools", "the memory tools an LLM calls")
+    command(tools, "list", "every memory tool and its description", _list_tools)
+    execute = command(tools, "exec", "run a tool as an LLM would; exit 1 if it reports failure", _execute)
+    execute.add_argument("name", metavar="NAME", help="tool name, e.g. core_memory_append")
+    execute.add_argument("--agent", dest="agent_id", required=True)
+    execute.add_argument("--args", dest="arguments", default="{}", metavar="JSON", help="arguments as JSON")
+    execute.add_argument("--conversation", dest="conversation_id", default="")
+    execute.add_argument("--etag", default="", help="edit only if the target block's etag is still this")
+
+
+def _add_conversation(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", dest="agent_id", required=True)
+    parser.add_argument("--conversation", dest="conversation_id", default="", help="default: 'default'")
+
+
+def _show(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
+    prompt = client.get_system_prompt(agent_id=args.agent_id, conversation_id=args.conversation_id)
+
+    def human() -> None:
+        out.text(prompt.text)
+        if prompt.stale:
+            print("strata: note: memory changed since this prompt was compiled", file=sys.stderr)
+
+    out.show(prompt, human)
+
+
+def _render(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
+    mode = RENDER_MODES[args.mode] if args.mode else pb.RENDER_MODE_UNSPECIFIED
+    rendered = client.render_memory(agent_id=args.agent_id, mode=mode)
+    out.show(rendered, lambda: out.text(rendered.text))
+
+
+def _recompile(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
+    result = client.recompile_system_prompt(
+        agent_id=args.agent_id, conversation_id=args.conversation_id, dry_run=args.dry_run
+    )
+
+    def human() -> None:
+        out.text(result.diff or "(no changes)")
+        out.line("saved" if result.saved else "not saved (dry run)")
+
+    out.show(result, human)
+
+
+def _list_tools(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
+    found = client.list_tools()
+    out.show(
+        found,
+        lambda: out.table(
+            ["NAME", "RETRIEVAL", "DESCRIPTION"],
+            [
+                (t.name, "yes" if t.needs_retrieval else "", t.description.strip().split("\n")[0])
+                for t in found.tools
+            ],
+        ),
+    )
+
+
+def _execute(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
+    result = client.execute_tool(
+        agent_id=args.agent_id,
+        tool_name=args.name,
+        arguments=args.arguments,
+        conversation_id=args.conversation_id,
+        etag=args.etag,
+    )
+
+    def human() -> None:
+        out.text(result.text)
+        if not result.ok:
+            print(f"strata: tool failed (reason: {result.reason or 'unknown'})", file=sys.stderr)
+
+    out.show(result, human)
+    return 0 if result.ok else 1

@@ -1,0 +1,82 @@
+"""The channel, metadata, deadline and error translation behind the async MemoryService client.
+
+``sync_base.py`` is generated from this file by ``scripts/generate_sync_client.py``; keep to
+spellings that have a ``grpc`` (blocking) twin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from strata.client.arguments import DEFAULT_TIMEOUT, call_metadata
+from strata.client.errors import error_from_rpc
+from strata.memory.v1 import memory_service_pb2_grpc
+
+RequestT = TypeVar("RequestT", bound=Message)
+ResponseT = TypeVar("ResponseT", bound=Message)
+
+
+class AsyncClientBase:
+    """Owns a ``grpc.aio`` channel to MemoryService; use as a context manager or call ``close()``.
+
+    ``tenant`` is sent as ``x-strata-tenant`` on every call (the server's "default" if ``None``);
+    ``timeout`` is the deadline of each unary call in seconds. Pass ``credentials`` for TLS.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        tenant: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        self.target = target
+        self.tenant = tenant
+        self.timeout = timeout
+        self._metadata = call_metadata(tenant)
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(target, options=list(options))
+        else:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=list(options))
+        self._stub = memory_service_pb2_grpc.MemoryServiceStub(self._channel)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channel; calls in flight are cancelled."""
+        await self._channel.close(grace=None)
+
+    async def _call(
+        self, method: grpc.aio.UnaryUnaryMultiCallable[RequestT, ResponseT], request: RequestT
+    ) -> ResponseT:
+        """One unary call with the tenant and deadline; a failure becomes a ``StrataClientError``."""
+        try:
+            return await method(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise error_from_rpc(error) from None
+
+    async def _stream(
+        self,
+        method: grpc.aio.UnaryStreamMultiCallable[RequestT, ResponseT],
+        request: RequestT,
+        deadline: float | None,
+    ) -> AsyncIterator[ResponseT]:
+        """The responses of a server-streaming call; ``deadline`` seconds bound the whole stream."""
+        try:
+            async for response in method(request, timeout=deadline, metadata=self._metadata):
+                yield response
+        except grpc.RpcError as error:
+            raise error_from_rpc(error) from None

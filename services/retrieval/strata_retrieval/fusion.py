@@ -29,7 +29,8 @@ def rrf(
 ) -> list[Fused]:
     """Fuse ranked lists of keys; ``weights`` default to 1.0 for every leg.
 
-    A key repeated within one leg counts at its best (first) rank only. ``k`` and every weight must
+    A rank is a key's 1-based position in its leg's list as given; a key repeated within one leg
+    counts at its first (best) position only. ``k`` and every weight must
     be finite and >= 0 (``ValueError`` otherwise; callers validate user input before this point).
     """
     if not (math.isfinite(k) and k >= 0):

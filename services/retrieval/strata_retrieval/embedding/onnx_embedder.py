@@ -131,6 +131,10 @@ class OnnxSentenceEmbedder:
             out[chunk] = self._run([encodings[i].ids for i in chunk])
         return out
 
+    def token_ids(self, text: str) -> list[int]:
+        """The word pieces the model sees for ``text`` (with [CLS]/[SEP], truncated at 256)."""
+        return list(self._tokenizer.encode(text).ids)
+
     def embed_query(self, text: str) -> Vectors:
         vector: Vectors = self.embed_documents([text])[0]
         return vector

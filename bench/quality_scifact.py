@@ -1,0 +1,246 @@
+"""SciFact (BEIR test split) through RetrievalService: quality per mode, ingest rate, gRPC latency.
+
+Run: ``make bench-quality`` (``python -m bench.quality_scifact [--quick]``). Steps, each bounded:
+
+1. Ingest the 5,183 abstracts (title + text) through the real engine in batches of 64, timed
+   (abstracts/s, embedding-bound), then 2,000 chat-length messages cut from the same abstracts
+   into another tenant (messages/s).
+2. Run the 300 claims in each mode with top_k = 100: nDCG@10 and Recall@100 against the qrels;
+   hybrid also with a few leg weightings (how the defaults were chosen).
+3. Start the real gRPC server on the same index and time sequential Search calls per mode
+   (top_k = 10, query embedding included) next to a health-check RPC, the transport floor.
+
+Results are printed and written to ``bench/results/scifact_quality.json``. ``--quick`` indexes a
+1,000-abstract sample (all qrels documents plus filler) for a fast smoke run; its figures are not
+comparable with published ones and are written to ``scifact_quality_quick.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from strata.retrieval.v1 import retrieval_pb2 as pb
+from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
+from strata_retrieval.documents import (
+    Document,
+    DocumentFilter,
+    DocumentKind,
+    LegWeights,
+    Scope,
+    SearchMode,
+    SearchQuery,
+)
+from strata_retrieval.engine import RetrievalEngine
+from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
+from strata_retrieval.settings import RetrievalSettings
+
+DATA = Path(os.environ.get("STRATA_SCIFACT_DIR", "/work/shared/data/scifact"))
+RESULTS = Path(__file__).parent / "results"
+TENANT, CHAT_TENANT = "scifact", "chat"
+BATCH = 64
+EVAL_TOP_K = 100
+LATENCY_CALLS = 300
+WEIGHTINGS = [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (1.0, 0.75), (0.75, 1.0)]
+MODE_PB = {
+    SearchMode.VECTOR: pb.SEARCH_MODE_VECTOR,
+    SearchMode.FTS: pb.SEARCH_MODE_FTS,
+    SearchMode.HYBRID: pb.SEARCH_MODE_HYBRID,
+}
+
+
+def load_scifact(quick: bool) -> tuple[list[dict[str, str]], dict[str, str], dict[str, set[str]]]:
+    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
+    queries = {q["id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open())}
+    qrels: dict[str, set[str]] = defaultdict(set)
+    for line in list((DATA / "qrels.tsv").open())[1:]:
+        query_id, doc_id, score = line.split()
+        if int(score) > 0:
+            qrels[query_id].add(doc_id)
+    if quick:
+        relevant = {doc for docs in qrels.values() for doc in docs}
+        corpus = [d for d in corpus if d["id"] in relevant] + [d for d in corpus if d["id"] not in relevant]
+        corpus = corpus[:1000]
+    return corpus, {q: queries[q] for q in qrels}, dict(qrels)
+
+
+def as_documents(corpus: list[dict[str, str]]) -> list[Document]:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        Document(
+            id=doc["id"],
+            text=f"{doc['title']} {doc['text']}".strip(),
+            kind=DocumentKind.PASSAGE,
+            scope=Scope(tenant_id=TENANT, archive_id="scifact"),
+            created_at=start + timedelta(seconds=i),
+        )
+        for i, doc in enumerate(corpus)
+    ]
+
+
+def chat_messages(corpus: list[dict[str, str]], count: int) -> list[Document]:
+    """Chat-length messages (12-30 words) cut from the abstracts, alternating user/assistant."""
+    words = " ".join(doc["text"] for doc in corpus[:400]).split()
+    start, messages, position = datetime(2026, 2, 1, tzinfo=UTC), [], 0
+    for i in range(count):
+        length = 12 + (i * 7) % 19
+        text = " ".join(words[position : position + length])
+        position = (position + length) % max(1, len(words) - 40)
+        messages.append(
+            Document(
+                id=f"m{i}",
+                text=text,
+                kind=DocumentKind.MESSAGE,
+                scope=Scope(tenant_id=CHAT_TENANT, agent_id="agent-1", conversation_id="c1"),
+                role="user" if i % 2 == 0 else "assistant",
+                created_at=start + timedelta(seconds=i),
+            )
+        )
+    return messages
+
+
+def ingest(engine: RetrievalEngine, documents: list[Document]) -> dict[str, float]:
+    started = time.perf_counter()
+    for start in range(0, len(documents), BATCH):
+        engine.upsert(documents[start : start + BATCH])
+    seconds = time.perf_counter() - started
+    return {
+        "documents": len(documents),
+        "seconds": round(seconds, 2),
+        "per_second": round(len(documents) / seconds, 1),
+    }
+
+
+def ndcg_at_10(ranked: list[str], relevant: set[str]) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    return dcg / ideal
+
+
+def evaluate(
+    engine: RetrievalEngine,
+    queries: dict[str, str],
+    qrels: dict[str, set[str]],
+    mode: SearchMode,
+    weights: LegWeights | None,
+) -> dict[str, float]:
+    ndcgs, recalls = [], []
+    for query_id, text in queries.items():
+        query = SearchQuery(
+            text=text, mode=mode, filter=DocumentFilter(tenant_id=TENANT), top_k=EVAL_TOP_K, weights=weights
+        )
+        ranked = [hit.document.id for hit in engine.search(query).hits]
+        ndcgs.append(ndcg_at_10(ranked, qrels[query_id]))
+        recalls.append(len(set(ranked) & qrels[query_id]) / len(qrels[query_id]))
+    return {"ndcg@10": round(statistics.fmean(ndcgs), 4), "recall@100": round(statistics.fmean(recalls), 4)}
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_ms": round(ordered[len(ordered) // 2] * 1000, 3),
+        "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 3),
+    }
+
+
+async def grpc_latency(settings: RetrievalSettings, queries: list[str]) -> dict[str, dict[str, float]]:
+    app = RetrievalApp(settings.model_copy(update={"address": "127.0.0.1:0"}))
+    await app.start()
+    try:
+        async with grpc.aio.insecure_channel(app.address) as channel:
+            health, stub = health_pb2_grpc.HealthStub(channel), pb_grpc.RetrievalServiceStub(channel)
+            results = {
+                "health_check_floor": await _timed(
+                    lambda _: health.Check(health_pb2.HealthCheckRequest()), queries
+                )
+            }
+            for mode, number in MODE_PB.items():
+                request = lambda text, number=number: stub.Search(  # noqa: E731
+                    pb.SearchRequest(
+                        query=text, mode=number, top_k=10, filter=pb.DocumentFilter(tenant_id=TENANT)
+                    )
+                )
+                results[f"search_{mode}"] = await _timed(request, queries)
+        return results
+    finally:
+        await app.stop()
+
+
+async def _timed(call: Any, queries: list[str]) -> dict[str, float]:
+    for text in queries[:20]:  # warm-up
+        await call(text)
+    samples = []
+    for i in range(LATENCY_CALLS):
+        started = time.perf_counter()
+        await call(queries[i % len(queries)])
+        samples.append(time.perf_counter() - started)
+    return percentiles(samples)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    corpus, queries, qrels = load_scifact(quick)
+    base = RetrievalSettings()
+    data_dir = Path(".data/bench/scifact-quick" if quick else ".data/bench/scifact")
+    shutil.rmtree(data_dir, ignore_errors=True)
+    settings = base.model_copy(update={"data_dir": data_dir, "log_json": False})
+    embedder = load_embedder(settings)
+    engine = open_engine(settings, embedder)
+    report: dict[str, Any] = {
+        "corpus_documents": len(corpus),
+        "queries": len(queries),
+        "embedder": embedder.name,
+    }
+    report["ingest_abstracts"] = ingest(engine, as_documents(corpus))
+    print("ingest abstracts:", report["ingest_abstracts"], flush=True)
+    report["ingest_messages"] = ingest(engine, chat_messages(corpus, 2000))
+    print("ingest messages:", report["ingest_messages"], flush=True)
+    quality: dict[str, dict[str, float]] = {}
+    for mode in SearchMode:
+        quality[str(mode)] = evaluate(engine, queries, qrels, mode, None)
+        print(f"{mode:>8}: {quality[str(mode)]}", flush=True)
+    for vector_w, fts_w in WEIGHTINGS:
+        label = f"hybrid vector={vector_w} fts={fts_w}"
+        quality[label] = evaluate(engine, queries, qrels, SearchMode.HYBRID, LegWeights(vector_w, fts_w))
+        print(f"{label}: {quality[label]}", flush=True)
+    report["quality"] = quality
+    engine.close()
+    report["grpc_latency"] = asyncio.run(grpc_latency(settings, list(queries.values())))
+    print("gRPC latency (sequential, top_k=10):", json.dumps(report["grpc_latency"]), flush=True)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000-abstract sample, for a smoke run")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    report = {
+        "benchmark": "BEIR SciFact test split through strata_retrieval",
+        "command": "python -m bench.quality_scifact" + (" --quick" if args.quick else ""),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+        **run(args.quick),
+    }
+    report["total_seconds"] = round(time.perf_counter() - started, 1)
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("scifact_quality_quick.json" if args.quick else "scifact_quality.json")
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -3,8 +3,9 @@
 ``import`` reads JSON Lines, one message per line, in protobuf JSON (``{"role": "user", "content":
 "hi"}``; roles may be short, ``user``, or full, ``MESSAGE_ROLE_USER``). OpenAI-style tool calls
 (``{"id", "type": "function", "function": {"name", "arguments"}}``) are accepted too. A line may
-name its ``conversation_id``; others go to ``--conversation``. The whole file is checked before
-the first batch is sent, so a malformed line changes nothing.
+name its ``conversation_id``; others go to ``--conversation``. Conversations the file names are
+created if missing. The whole file is parsed before the first batch is sent, so a malformed line
+changes nothing; a batch the server refuses stops the import after the batches before it.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ def _import(client: MemoryClient, args: argparse.Namespace, out: Printer) -> Non
     if not 1 <= args.batch_size <= MAX_BATCH:
         raise UsageError(f"--batch-size must be between 1 and {MAX_BATCH}")
     lines = read_jsonl(Path(args.file), args.conversation_id)
+    named = {conversation for conversation, _ in lines if conversation}
+    existing = {c.id for c in client.iter_conversations(agent_id=args.agent_id)}
+    for conversation_id in sorted(named - existing):
+        client.create_conversation(agent_id=args.agent_id, conversation_id=conversation_id)
     appended = 0
     disable = True if args.no_progress else None  # None: tqdm shows a bar only on a terminal
     with tqdm(total=len(lines), unit="msg", desc="importing", disable=disable) as progress:

@@ -194,6 +194,18 @@ class AsyncMemoryClient(AsyncArchivalMethods):
         request = api.ListConversationsRequest(agent_id=agent_id, page_size=page_size, page_token=page_token)
         return await self._call(self._stub.ListConversations, request)
 
+    async def iter_conversations(
+        self, *, agent_id: str, page_size: int = 0
+    ) -> AsyncIterator[pb.Conversation]:
+        """Every conversation of the agent, fetching page after page."""
+        token = ""
+        while True:
+            page = await self.list_conversations(agent_id=agent_id, page_size=page_size, page_token=token)
+            for conversation in page.conversations:
+                yield conversation
+            if not (token := page.next_page_token):
+                return
+
     async def attach_file(self, *, agent_id: str, file: pb.File) -> pb.File:
         """Attach a document to the agent as a read-only block under ``file.directory``."""
         return await self._call(self._stub.AttachFile, api.AttachFileRequest(agent_id=agent_id, file=file))

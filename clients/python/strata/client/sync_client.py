@@ -181,6 +181,15 @@ class MemoryClient(ArchivalMethods):
         request = api.ListConversationsRequest(agent_id=agent_id, page_size=page_size, page_token=page_token)
         return self._call(self._stub.ListConversations, request)
 
+    def iter_conversations(self, *, agent_id: str, page_size: int = 0) -> Iterator[pb.Conversation]:
+        """Every conversation of the agent, fetching page after page."""
+        token = ""
+        while True:
+            page = self.list_conversations(agent_id=agent_id, page_size=page_size, page_token=token)
+            yield from page.conversations
+            if not (token := page.next_page_token):
+                return
+
     def attach_file(self, *, agent_id: str, file: pb.File) -> pb.File:
         """Attach a document to the agent as a read-only block under ``file.directory``."""
         return self._call(self._stub.AttachFile, api.AttachFileRequest(agent_id=agent_id, file=file))

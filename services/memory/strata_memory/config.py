@@ -16,5 +16,18 @@ class MemorySettings(BaseSettings):
     """Threads that run store transactions off the event loop."""
     shutdown_grace_seconds: float = 5.0
     """On SIGTERM: report NOT_SERVING, then let calls in flight finish for this long."""
+    retrieval_address: str = "127.0.0.1:50052"
+    """RetrievalService to index into and search through."""
+    retrieval_timeout_seconds: float = 10.0
+    outbox_batch_size: int = 256
+    """Index jobs delivered to RetrievalService per call."""
+    outbox_max_backoff_seconds: float = 5.0
+    """Longest wait between delivery attempts while RetrievalService is unreachable."""
+    archival_vector_weight: float = 1.0
+    archival_fts_weight: float = 1.0
+    recall_vector_weight: float = 1.0
+    recall_fts_weight: float = 1.0
+    """RRF leg weights for archival and recall search (see bench/ for how they were chosen)."""
+    rrf_k: float = 60.0
     log_level: str = "INFO"
     log_json: bool = True

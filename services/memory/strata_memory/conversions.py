@@ -18,14 +18,17 @@ from strata_memory.domain.model import (
     ToolResultStyle,
 )
 from strata_memory.operations.prompts import PromptView
+from strata_memory.operations.search import Hit
 from strata_memory.store.records import (
     DEFAULT_CONVERSATION,
     AgentRecord,
+    ArchiveRecord,
     BlockRecord,
     BlockVersionRecord,
     ConversationRecord,
     FileRecord,
     MessageRecord,
+    PassageRecord,
     ToolCallRecord,
 )
 from strata_serving.errors import InvalidArgument
@@ -265,3 +268,47 @@ def tool_to_proto(schema: Mapping[str, Any], retrieval_tools: Collection[str]) -
         json_schema=json.dumps(schema, ensure_ascii=False),
         needs_retrieval=function["name"] in retrieval_tools,
     )
+
+
+def archive_to_proto(archive: ArchiveRecord) -> pb.Archive:
+    return pb.Archive(
+        id=archive.id,
+        tenant_id=archive.tenant_id,
+        name=archive.name,
+        description=archive.description,
+        agent_ids=list(archive.agent_ids),
+        create_time=timestamp(archive.created_us),
+    )
+
+
+def passage_to_proto(passage: PassageRecord) -> pb.Passage:
+    return pb.Passage(
+        id=passage.id,
+        tenant_id=passage.tenant_id,
+        archive_id=passage.archive_id,
+        text=passage.text,
+        tags=list(passage.tags),
+        metadata=dict(passage.metadata),
+        create_time=timestamp(passage.created_us),
+    )
+
+
+def passage_from_proto(passage: pb.Passage) -> PassageRecord:
+    return PassageRecord(
+        id="",
+        tenant_id="",
+        archive_id="",
+        text=passage.text,
+        tags=tuple(passage.tags),
+        metadata=dict(passage.metadata),
+        created_us=passage.create_time.ToMicroseconds() if passage.HasField("create_time") else 0,
+    )
+
+
+def relevance_to_proto(hit: Hit[Any]) -> pb.Relevance:
+    relevance = pb.Relevance(rrf_score=hit.rrf_score, search_mode=hit.search_mode)
+    if hit.vector_rank is not None:
+        relevance.vector_rank = hit.vector_rank
+    if hit.fts_rank is not None:
+        relevance.fts_rank = hit.fts_rank
+    return relevance

@@ -12,13 +12,17 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory import conversions as conv
+from strata_memory.archival_servicer import ArchivalHandlers, _required
 from strata_memory.domain.tools import RETRIEVAL_TOOLS, tool_schemas
+from strata_memory.indexing.reindex import Reindexer
 from strata_memory.operations.agents import AGENT_FIELDS, Agents
+from strata_memory.operations.archival import Archives, IndexQueue
 from strata_memory.operations.blocks import BLOCK_FIELDS, BlockLocator, Blocks
 from strata_memory.operations.files import FILE_FIELDS, Files
 from strata_memory.operations.messages import Messages
 from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.prompts import Prompts, PromptView
+from strata_memory.operations.search import Search
 from strata_memory.operations.tools import ToolCall, ToolRunner
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
@@ -36,9 +40,13 @@ class MemoryOperations:
     messages: Messages
     prompts: Prompts
     tools: ToolRunner
+    archives: Archives
+    search: Search
+    reindexer: Reindexer
+    index_queue: IndexQueue
 
 
-class MemoryServicer(memory_service_pb2_grpc.MemoryServiceServicer):
+class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServicer):
     def __init__(self, ops: MemoryOperations) -> None:
         self._ops = ops
 
@@ -226,10 +234,11 @@ class MemoryServicer(memory_service_pb2_grpc.MemoryServiceServicer):
     ) -> api.AppendMessagesResponse:
         agent_id = _required(request.agent_id, "agent_id")
         messages = [conv.message_from_proto(m, i) for i, m in enumerate(request.messages)]
-        stored = await self._ops.messages.append(
+        written = await self._ops.messages.append(
             tenant_of(context), agent_id, conv.conversation_or_default(request.conversation_id), messages
         )
-        return api.AppendMessagesResponse(messages=[conv.message_to_proto(m) for m in stored])
+        await self._maybe_wait(written, request.wait_searchable, context)
+        return api.AppendMessagesResponse(messages=[conv.message_to_proto(m) for m in written.items])
 
     async def ListMessages(
         self, request: api.ListMessagesRequest, context: Context
@@ -299,12 +308,6 @@ class MemoryServicer(memory_service_pb2_grpc.MemoryServiceServicer):
             block=conv.block_to_proto(run.block) if run.block else None,
             prompt_recompiled=run.prompt_recompiled,
         )
-
-
-def _required(value: str, field: str) -> str:
-    if not value:
-        raise InvalidArgument.field(field, "is required")
-    return value
 
 
 def _mask(paths: Any, allowed: tuple[str, ...]) -> list[str]:

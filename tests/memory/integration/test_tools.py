@@ -78,7 +78,7 @@ async def test_refused_edits_are_error_results_that_change_nothing(stub: Stub) -
         ("core_memory_append", args(label="human"), "content"),
         ("memory_insert", args(label="human", new_string="x", insert_line="two"), "insert_line"),
         ("no_such_tool", args(), "no_such_tool"),
-        ("archival_memory_search", args(query="x"), "not available"),
+        ("conversation_search", args(query="x"), "unavailable"),
     ]
     for name, arguments, fragment in cases:
         run = await run_tool(stub, agent.id, name, arguments)

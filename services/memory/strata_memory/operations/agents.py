@@ -15,6 +15,7 @@ from strata_memory.domain.prompt import zone
 from strata_memory.operations.prompts import Prompts
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
+from strata_memory.store import index_jobs
 from strata_memory.store import prompts as prompt_rows
 from strata_memory.store.database import Database
 from strata_memory.store.records import AgentRecord, ConversationRecord, Page
@@ -107,6 +108,7 @@ class Agents:
             current = agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
             _check_etag(f"Agent '{agent_id}'", etag, current.etag)
             agent_rows.delete_agent(conn, current)
+            index_jobs.enqueue(conn, tenant_id, index_jobs.DELETE_AGENT, [agent_id])
 
         await self._db.write(work)
 

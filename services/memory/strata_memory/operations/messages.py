@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from sqlalchemy.engine import Connection
 
 from strata_memory.operations.agents import new_id
+from strata_memory.operations.archival import IndexQueue, Written
 from strata_memory.store import agents as agent_rows
+from strata_memory.store import index_jobs
 from strata_memory.store import messages as message_rows
 from strata_memory.store.database import Database
 from strata_memory.store.records import MessageRecord, Page, now_us
@@ -34,12 +36,14 @@ def checked_messages(messages: Sequence[MessageRecord]) -> None:
 
 
 class Messages:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, queue: IndexQueue) -> None:
         self._db = db
+        self._queue = queue
 
     async def append(
         self, tenant_id: str, agent_id: str, conversation_id: str, messages: Sequence[MessageRecord]
-    ) -> list[MessageRecord]:
+    ) -> Written[list[MessageRecord]]:
+        """Store messages and, in the same transaction, the jobs that index them for recall search."""
         checked_messages(messages)
         stamp = now_us()
         prepared = [
@@ -54,12 +58,17 @@ class Messages:
             for m in messages
         ]
 
-        def work(conn: Connection) -> list[MessageRecord]:
+        def work(conn: Connection) -> Written[list[MessageRecord]]:
             agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
             agent_rows.get_conversation(conn, agent_id, conversation_id)
-            return message_rows.append(conn, prepared)
+            stored = message_rows.append(conn, prepared)
+            return Written(
+                stored, index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [m.id for m in stored])
+            )
 
-        return await self._db.write(work)
+        written = await self._db.write(work)
+        self._queue.notify()
+        return written
 
     async def listing(
         self, tenant_id: str, agent_id: str, *, conversation_id: str, roles: Sequence[str], page: Page

@@ -21,6 +21,7 @@ from strata_memory.domain.model import Directory, FileBlock, RecompilePolicy, Re
 from strata_memory.domain.prompt import MemoryStats, assemble_system_prompt, render_memory_metadata
 from strata_memory.domain.render import compile_memory
 from strata_memory.store import agents as agent_rows
+from strata_memory.store import archives as archive_rows
 from strata_memory.store import blocks as block_rows
 from strata_memory.store import files as file_rows
 from strata_memory.store import messages as message_rows
@@ -119,14 +120,17 @@ class Prompts:
     ) -> tuple[str, str]:
         blocks = [record.block for record in block_rows.agent_blocks(conn, agent.id)]
         memory = compile_memory(blocks, directories(file_rows.agent_files(conn, agent.id)), agent.render_mode)
+        archival_count, archival_tags = archive_rows.passage_stats(
+            conn, archive_rows.agent_archive_ids(conn, agent.id)
+        )
         stats = MemoryStats(
             agent_id=agent.id,
             conversation_id=conversation_id,
             recompiled_at=now,
             timezone=agent.timezone,
             message_count=message_rows.count(conn, agent.id),
-            archival_count=0,
-            archival_tags=(),
+            archival_count=archival_count,
+            archival_tags=archival_tags,
         )
         text = assemble_system_prompt(agent.system, memory, render_memory_metadata(stats))
         timeless = dataclasses.replace(stats, recompiled_at=_EPOCH)

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from strata_memory.domain.errors import BlockNotFound, EtagMismatch
 from strata_memory.domain.model import Block, RecompilePolicy
 from strata_memory.domain.tools import (
+    RETRIEVAL_TOOLS,
     Change,
     CreateBlock,
     DeleteBlock,
@@ -29,6 +30,7 @@ from strata_memory.domain.tools import (
     tool_envelope,
 )
 from strata_memory.operations.agents import new_id
+from strata_memory.operations.external_tools import ExternalTools
 from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
@@ -60,14 +62,22 @@ class ToolCall:
 
 
 class ToolRunner:
-    def __init__(self, db: Database, prompts: Prompts, clock: Clock) -> None:
+    def __init__(
+        self, db: Database, prompts: Prompts, clock: Clock, external: ExternalTools | None = None
+    ) -> None:
         self._db = db
         self._prompts = prompts
         self._clock = clock
+        self._external = external
 
     async def execute(self, call: ToolCall) -> ToolRun:
         agent = await self._db.read(lambda conn: agent_rows.get_agent(conn, call.tenant_id, call.agent_id))
         try:
+            if call.name in RETRIEVAL_TOOLS and self._external is not None:
+                text = await self._external.run(call.name, call.arguments, agent)
+                return self._succeeded(
+                    agent, text, recompiled=call.name == "archival_memory_insert" and _on_edit(agent)
+                )
             return await self._db.write(lambda conn: self._apply(conn, call))
         except EtagMismatch:
             raise
@@ -78,6 +88,10 @@ class ToolRunner:
                 reason=refused.reason,
                 envelope=tool_envelope(False, refused.message, self._clock(), agent.timezone),
             )
+
+    def _succeeded(self, agent: AgentRecord, text: str, *, recompiled: bool) -> ToolRun:
+        envelope = tool_envelope(True, text, self._clock(), agent.timezone)
+        return ToolRun(ok=True, text=text, reason="", envelope=envelope, prompt_recompiled=recompiled)
 
     def _apply(self, conn: Connection, call: ToolCall) -> ToolRun:
         agent = agent_rows.get_agent(conn, call.tenant_id, call.agent_id, for_update=True)
@@ -146,6 +160,10 @@ class ToolRunner:
                 block_rows.delete_if_orphaned(conn, [record.block.id])
                 del memory[label]
                 return record.block.id
+
+
+def _on_edit(agent: AgentRecord) -> bool:
+    return agent.recompile_policy is RecompilePolicy.ON_EDIT
 
 
 def _rewrite(

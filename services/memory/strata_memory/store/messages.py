@@ -99,3 +99,20 @@ def _record(row: RowMapping) -> MessageRecord:
         sequence=row["sequence"],
         created_us=row["created_us"],
     )
+
+
+def get_messages(conn: Connection, tenant_id: str, ids: Sequence[str]) -> list[MessageRecord]:
+    query = select(schema.messages).where(
+        schema.messages.c.tenant_id == tenant_id, schema.messages.c.id.in_(list(ids))
+    )
+    return [_record(row) for row in conn.execute(query).mappings()]
+
+
+def message_ids(conn: Connection, *, tenant_id: str | None, agent_id: str | None) -> list[str]:
+    """Ids of every message in scope (a tenant, one agent, or everything when both are None)."""
+    query = select(schema.messages.c.id).order_by(schema.messages.c.agent_id, schema.messages.c.sequence)
+    if tenant_id is not None:
+        query = query.where(schema.messages.c.tenant_id == tenant_id)
+    if agent_id is not None:
+        query = query.where(schema.messages.c.agent_id == agent_id)
+    return list(conn.execute(query).scalars())

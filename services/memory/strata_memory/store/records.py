@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from strata_memory.domain.model import Block, RecompilePolicy, RenderMode, ToolResultStyle
@@ -134,3 +134,35 @@ class Page:
 
     offset: int = 0
     size: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    id: str
+    tenant_id: str
+    name: str
+    description: str
+    created_us: int
+    agent_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PassageRecord:
+    id: str
+    tenant_id: str
+    archive_id: str
+    text: str
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    created_us: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexJob:
+    """One pending change to RetrievalService's indexes (the outbox row)."""
+
+    id: int
+    tenant_id: str
+    action: str
+    document_id: str
+    attempts: int

@@ -134,3 +134,56 @@ messages = Table(
     UniqueConstraint("agent_id", "sequence", name="uq_messages_sequence"),
     Index("ix_messages_conversation", "agent_id", "conversation_id", "sequence"),
 )
+
+archives = Table(
+    "archives",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False, index=True),
+    Column("name", Text, nullable=False),
+    Column("description", Text, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+)
+
+archive_agents = Table(
+    "archive_agents",
+    metadata,
+    Column("archive_id", String(64), ForeignKey("archives.id", ondelete="CASCADE"), primary_key=True),
+    Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
+    Column("is_default", Boolean, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+)
+
+passages = Table(
+    "passages",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("archive_id", String(64), ForeignKey("archives.id", ondelete="CASCADE"), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("tags", JSON, nullable=False),
+    Column("metadata", JSON, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    Index("ix_passages_archive", "archive_id", "created_us"),
+)
+
+passage_tags = Table(
+    "passage_tags",
+    metadata,
+    Column("passage_id", String(64), ForeignKey("passages.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag", Text, primary_key=True),
+    Column("archive_id", String(64), nullable=False, index=True),
+)
+
+index_jobs = Table(
+    "index_jobs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("document_id", String(64), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_us", BigInteger, nullable=False),
+    Column("last_error", Text, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+)

@@ -88,6 +88,17 @@ class Arguments:
             raise self._mistyped(name, "an integer", value)
         return value
 
+    def optional_str_list(self, name: str) -> list[str]:
+        """A list of strings (absent or ``null``: empty); a lone string is taken as a one-item list."""
+        value = self._values.get(name)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self._mistyped(name, "an array of strings", value)
+        return list(value)
+
     def given(self, name: str) -> bool:
         """Whether the argument is present with a non-null value."""
         return self._values.get(name) is not None

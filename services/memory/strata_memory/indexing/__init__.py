@@ -1,0 +1,1 @@
+"""Keeping RetrievalService in step with the store: documents, the outbox worker, reindexing."""

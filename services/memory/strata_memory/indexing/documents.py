@@ -1,0 +1,80 @@
+"""What RetrievalService indexes for a passage or a message.
+
+A message's searchable text is its content plus whatever its tool calls said (an assistant reply sent
+through ``send_message`` is searchable as content — Letta's recall misses it), prefixed with the
+speaker's name when the message has one (it lifts dense recall markedly on conversational data).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.store.records import MessageRecord, PassageRecord
+
+
+def passage_document(passage: PassageRecord) -> rpb.Document:
+    return rpb.Document(
+        id=passage.id,
+        text=passage.text,
+        kind=rpb.DOCUMENT_KIND_PASSAGE,
+        scope=rpb.Scope(tenant_id=passage.tenant_id, archive_id=passage.archive_id),
+        tags=list(passage.tags),
+        created_at=_timestamp(passage.created_us),
+        metadata=dict(passage.metadata),
+    )
+
+
+def message_document(message: MessageRecord) -> rpb.Document:
+    return rpb.Document(
+        id=message.id,
+        text=message_text(message),
+        kind=rpb.DOCUMENT_KIND_MESSAGE,
+        scope=rpb.Scope(
+            tenant_id=message.tenant_id, agent_id=message.agent_id, conversation_id=message.conversation_id
+        ),
+        role=message.role,
+        created_at=_timestamp(message.created_us),
+    )
+
+
+def message_text(message: MessageRecord) -> str:
+    """Content, then the text the message's tool calls carried, prefixed by the speaker's name."""
+    parts = [message.content.strip()] if message.content.strip() else []
+    for call in message.tool_calls:
+        parts.extend(_said_through(call.arguments))
+    text = "\n".join(parts)
+    return f"{message.name}: {text}" if message.name else text
+
+
+def _said_through(arguments: str) -> Iterator[str]:
+    """The string values inside a tool call's JSON arguments (what the assistant said through it)."""
+    try:
+        decoded: Any = json.loads(arguments)
+    except ValueError:
+        if arguments.strip():
+            yield arguments.strip()
+        return
+    yield from _strings(decoded)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if value.strip():
+            yield value.strip()
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _timestamp(us: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMicroseconds(us)
+    return stamp

@@ -1,0 +1,158 @@
+"""Archival and recall search for an agent, through RetrievalService, answered from the store.
+
+Filters (scope, tags any/all, roles, conversation, time range) travel inside the request, so each
+search leg applies them before ranking. Hits come back as ids and ranks; their content is read from
+the store (the source of truth), so a document deleted a moment ago is never shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from sqlalchemy.engine import Connection
+
+from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.store import agents as agent_rows
+from strata_memory.store import archives as archive_rows
+from strata_memory.store import messages as message_rows
+from strata_memory.store.database import Database
+from strata_memory.store.records import MessageRecord, PassageRecord
+from strata_serving.errors import InvalidArgument
+
+T = TypeVar("T")
+MAX_QUERY_CHARS = 10_000
+MODES = {"vector": rpb.SEARCH_MODE_VECTOR, "fts": rpb.SEARCH_MODE_FTS, "hybrid": rpb.SEARCH_MODE_HYBRID}
+MODE_NAMES = {v: k for k, v in MODES.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class LegWeights:
+    """How the two legs are fused for one kind of search (defaults chosen by benchmark)."""
+
+    vector: float = 1.0
+    fts: float = 1.0
+    rrf_k: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Hit(Generic[T]):
+    item: T
+    rrf_score: float
+    vector_rank: int | None
+    fts_rank: int | None
+    search_mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchWindow:
+    """What a search asks for besides its scope: text, mode, size and inclusive time bounds."""
+
+    query: str
+    mode: str = "hybrid"
+    limit: int = 5
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+class Search:
+    def __init__(
+        self, db: Database, retrieval: RetrievalClient, *, archival: LegWeights, recall: LegWeights
+    ) -> None:
+        self._db = db
+        self._retrieval = retrieval
+        self._archival = archival
+        self._recall = recall
+
+    async def archival(
+        self, tenant_id: str, agent_id: str, window: SearchWindow, *, tags: Sequence[str], match_all: bool
+    ) -> list[Hit[PassageRecord]]:
+        archive_ids = await self._db.read(lambda conn: _archives_of(conn, tenant_id, agent_id))
+        if not archive_ids:
+            return []
+        flt = rpb.DocumentFilter(
+            tenant_id=tenant_id,
+            archive_ids=archive_ids,
+            kinds=[rpb.DOCUMENT_KIND_PASSAGE],
+            tags=list(tags),
+            tag_match=rpb.TAG_MATCH_ALL if match_all else rpb.TAG_MATCH_ANY,
+        )
+        hits = await self._search(window, flt, self._archival)
+        found = await self._db.read(
+            lambda conn: archive_rows.get_passages(conn, tenant_id, [h.document.id for h in hits])
+        )
+        return _in_rank_order(hits, {p.id: p for p in found})
+
+    async def recall(
+        self,
+        tenant_id: str,
+        agent_id: str,
+        window: SearchWindow,
+        *,
+        roles: Sequence[str],
+        conversation_id: str,
+    ) -> list[Hit[MessageRecord]]:
+        await self._db.read(lambda conn: agent_rows.get_agent(conn, tenant_id, agent_id))
+        flt = rpb.DocumentFilter(
+            tenant_id=tenant_id, agent_ids=[agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE], roles=list(roles)
+        )
+        if conversation_id:
+            flt.conversation_ids.append(conversation_id)
+        hits = await self._search(window, flt, self._recall)
+        found = await self._db.read(
+            lambda conn: message_rows.get_messages(conn, tenant_id, [h.document.id for h in hits])
+        )
+        return _in_rank_order(hits, {m.id: m for m in found})
+
+    async def _search(
+        self, window: SearchWindow, flt: rpb.DocumentFilter, weights: LegWeights
+    ) -> list[rpb.SearchHit]:
+        if len(window.query) > MAX_QUERY_CHARS:
+            raise InvalidArgument.field(
+                "query", f"is {len(window.query)} characters; at most {MAX_QUERY_CHARS}"
+            )
+        if window.start and window.end and window.start > window.end:
+            raise InvalidArgument.field("start_time", "is after end_time")
+        if window.start:
+            flt.created_at.start.CopyFrom(_timestamp(window.start))
+        if window.end:
+            flt.created_at.end.CopyFrom(_timestamp(window.end))
+        request = rpb.SearchRequest(
+            query=window.query,
+            mode=MODES[window.mode],
+            filter=flt,
+            top_k=window.limit,
+            rrf_k=weights.rrf_k,
+            vector_weight=weights.vector,
+            fts_weight=weights.fts,
+        )
+        return list((await self._retrieval.search(request)).hits)
+
+
+def _archives_of(conn: Connection, tenant_id: str, agent_id: str) -> list[str]:
+    agent_rows.get_agent(conn, tenant_id, agent_id)
+    return archive_rows.agent_archive_ids(conn, agent_id)
+
+
+def _in_rank_order(hits: Sequence[rpb.SearchHit], items: dict[str, T]) -> list[Hit[T]]:
+    return [
+        Hit(
+            item=items[hit.document.id],
+            rrf_score=hit.rrf_score,
+            vector_rank=hit.vector_rank if hit.HasField("vector_rank") else None,
+            fts_rank=hit.fts_rank if hit.HasField("fts_rank") else None,
+            search_mode=MODE_NAMES.get(hit.search_mode, "hybrid"),
+        )
+        for hit in hits
+        if hit.document.id in items
+    ]
+
+
+def _timestamp(moment: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(moment)
+    return stamp

@@ -1,7 +1,7 @@
 """One real MemoryService (temp SQLite file, free port) on its own thread, shared by the client tests.
 
-The server runs on a private event loop in a background thread so that blocking callers (the
-sync client, the CLI, a subprocess) and asyncio callers can all reach it. Each test gets a fresh
+Servers run on a private event loop in a background thread so that blocking callers (the sync
+client, the CLI, a subprocess) and asyncio callers can all reach them. Each test gets a fresh
 tenant, so tests never see each other's agents or blocks.
 """
 
@@ -10,38 +10,31 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from strata.client import AsyncMemoryClient, MemoryClient
 from strata_memory.config import MemorySettings
-from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.main import start_memory_server
+
+T = TypeVar("T")
 
 
-class ServerThread:
-    """A MemoryService running on an event loop of its own thread."""
+class LoopThread:
+    """An event loop on a background thread; ``run`` executes a coroutine there from any thread."""
 
-    def __init__(self, database_url: str) -> None:
-        self._settings = MemorySettings(address="127.0.0.1:0", database_url=database_url)
+    def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="memory-server", daemon=True)
-        self._server: MemoryServer | None = None
-
-    @property
-    def address(self) -> str:
-        assert self._server is not None
-        return self._server.address
-
-    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop.run_forever, name="strata-server", daemon=True)
         self._thread.start()
-        future = asyncio.run_coroutine_threadsafe(start_memory_server(self._settings), self._loop)
-        self._server = future.result(timeout=30)
 
-    def stop(self) -> None:
-        if self._server is not None:
-            asyncio.run_coroutine_threadsafe(self._server.stop(0), self._loop).result(timeout=30)
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)
+
+    def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
         self._loop.close()
@@ -51,10 +44,12 @@ class ServerThread:
 def memory_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The address of the shared MemoryService."""
     database: Path = tmp_path_factory.mktemp("client") / "memory.sqlite3"
-    server = ServerThread(f"sqlite:///{database}")
-    server.start()
+    settings = MemorySettings(address="127.0.0.1:0", database_url=f"sqlite:///{database}")
+    loop = LoopThread()
+    server = loop.run(start_memory_server(settings))
     yield server.address
-    server.stop()
+    loop.run(server.stop(0))
+    loop.close()
 
 
 @pytest.fixture

@@ -1,11 +1,13 @@
-"""Typed clients for Strata's MemoryService: ``AsyncMemoryClient`` (asyncio) and ``MemoryClient``.
+"""Typed clients for Strata: ``AsyncMemoryClient`` / ``MemoryClient`` for MemoryService and
+``AsyncRetrievalClient`` / ``RetrievalClient`` for RetrievalService.
 
-``MemoryClient`` is generated from ``AsyncMemoryClient`` (``make client``), so both offer the same
-methods. Failed calls raise ``StrataClientError`` subclasses chosen by status code.
+The blocking clients are generated from the asyncio ones (``make client``), so each pair offers
+the same methods. Failed calls raise ``StrataClientError`` subclasses chosen by status code.
 """
 
-from strata.client.arguments import DEFAULT_TARGET, DEFAULT_TIMEOUT, TENANT_KEY
+from strata.client.arguments import DEFAULT_RETRIEVAL_TARGET, DEFAULT_TARGET, DEFAULT_TIMEOUT, TENANT_KEY
 from strata.client.async_client import AsyncMemoryClient
+from strata.client.async_retrieval import AsyncRetrievalClient
 from strata.client.errors import (
     AbortedError,
     AlreadyExistsError,
@@ -25,14 +27,17 @@ from strata.client.errors import (
     UnknownError,
 )
 from strata.client.sync_client import MemoryClient
+from strata.client.sync_retrieval import RetrievalClient
 
 __all__ = [
+    "DEFAULT_RETRIEVAL_TARGET",
     "DEFAULT_TARGET",
     "DEFAULT_TIMEOUT",
     "TENANT_KEY",
     "AbortedError",
     "AlreadyExistsError",
     "AsyncMemoryClient",
+    "AsyncRetrievalClient",
     "CancelledError",
     "DeadlineExceededError",
     "FailedPreconditionError",
@@ -43,6 +48,7 @@ __all__ = [
     "NotFoundError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
+    "RetrievalClient",
     "StrataClientError",
     "UnauthenticatedError",
     "UnavailableError",

@@ -13,6 +13,9 @@ from strata.memory.v1 import resources_pb2 as pb
 DEFAULT_TARGET = "127.0.0.1:50051"
 """Where ``make run`` serves MemoryService."""
 
+DEFAULT_RETRIEVAL_TARGET = "127.0.0.1:50052"
+"""Where ``make run`` serves RetrievalService."""
+
 DEFAULT_TIMEOUT = 30.0
 """Seconds each call may take before it fails with DEADLINE_EXCEEDED."""
 

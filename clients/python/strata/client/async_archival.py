@@ -7,16 +7,22 @@ go through RetrievalService, so they fail with UNAVAILABLE when it is down.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
+from functools import cached_property
 
 from google.protobuf import timestamp_pb2
 
 from strata.client.async_base import AsyncClientBase
 from strata.memory.v1 import memory_service_pb2 as api
+from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 
 
 class AsyncArchivalMethods(AsyncClientBase):
-    """Archives, passages, ``search_archival``, ``search_messages`` and ``reindex``."""
+    """MemoryService stub; archives, passages, ``search_archival``, ``search_messages``, ``reindex``."""
+
+    @cached_property
+    def _stub(self) -> memory_service_pb2_grpc.MemoryServiceAsyncStub:
+        return memory_service_pb2_grpc.MemoryServiceStub(self._channel)
 
     async def create_archive(self, *, archive: pb.Archive, agent_id: str = "") -> pb.Archive:
         """Create an archive, attached to ``agent_id`` if given."""

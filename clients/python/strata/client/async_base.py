@@ -1,4 +1,4 @@
-"""The channel, metadata, deadline and error translation behind the async MemoryService client.
+"""The channel, metadata, deadline and error translation behind Strata's async clients.
 
 ``sync_base.py`` is generated from this file by ``scripts/generate_sync_client.py``; keep to
 spellings that have a ``grpc`` (blocking) twin.
@@ -15,16 +15,15 @@ from google.protobuf.message import Message
 
 from strata.client.arguments import DEFAULT_TIMEOUT, call_metadata
 from strata.client.errors import error_from_rpc
-from strata.memory.v1 import memory_service_pb2_grpc
 
 RequestT = TypeVar("RequestT", bound=Message)
 ResponseT = TypeVar("ResponseT", bound=Message)
 
 
 class AsyncClientBase:
-    """Owns a ``grpc.aio`` channel to MemoryService; use as a context manager or call ``close()``.
+    """Owns a ``grpc.aio`` channel to a Strata service; use as a context manager or call ``close()``.
 
-    ``tenant`` is sent as ``x-strata-tenant`` on every call (the server's "default" if ``None``);
+    ``tenant`` is sent as ``x-strata-tenant`` on every call (MemoryService's "default" if ``None``);
     ``timeout`` is the deadline of each unary call in seconds. Pass ``credentials`` for TLS.
     """
 
@@ -45,7 +44,6 @@ class AsyncClientBase:
             self._channel = grpc.aio.insecure_channel(target, options=list(options))
         else:
             self._channel = grpc.aio.secure_channel(target, credentials, options=list(options))
-        self._stub = memory_service_pb2_grpc.MemoryServiceStub(self._channel)
 
     async def __aenter__(self) -> Self:
         return self

@@ -9,16 +9,22 @@ streaming methods return plain iterators. The documentation lives in ``async_arc
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import cached_property
 
 from google.protobuf import timestamp_pb2
 
 from strata.client.sync_base import ClientBase
 from strata.memory.v1 import memory_service_pb2 as api
+from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 
 
 class ArchivalMethods(ClientBase):
-    """Archives, passages, ``search_archival``, ``search_messages`` and ``reindex``."""
+    """MemoryService stub; archives, passages, ``search_archival``, ``search_messages``, ``reindex``."""
+
+    @cached_property
+    def _stub(self) -> memory_service_pb2_grpc.MemoryServiceStub:
+        return memory_service_pb2_grpc.MemoryServiceStub(self._channel)
 
     def create_archive(self, *, archive: pb.Archive, agent_id: str = "") -> pb.Archive:
         """Create an archive, attached to ``agent_id`` if given."""

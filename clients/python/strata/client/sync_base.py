@@ -17,16 +17,15 @@ from google.protobuf.message import Message
 
 from strata.client.arguments import DEFAULT_TIMEOUT, call_metadata
 from strata.client.errors import error_from_rpc
-from strata.memory.v1 import memory_service_pb2_grpc
 
 RequestT = TypeVar("RequestT", bound=Message)
 ResponseT = TypeVar("ResponseT", bound=Message)
 
 
 class ClientBase:
-    """Owns a ``grpc`` channel to MemoryService; use as a context manager or call ``close()``.
+    """Owns a ``grpc`` channel to a Strata service; use as a context manager or call ``close()``.
 
-    ``tenant`` is sent as ``x-strata-tenant`` on every call (the server's "default" if ``None``);
+    ``tenant`` is sent as ``x-strata-tenant`` on every call (MemoryService's "default" if ``None``);
     ``timeout`` is the deadline of each unary call in seconds. Pass ``credentials`` for TLS.
     """
 
@@ -47,7 +46,6 @@ class ClientBase:
             self._channel = grpc.insecure_channel(target, options=list(options))
         else:
             self._channel = grpc.secure_channel(target, credentials, options=list(options))
-        self._stub = memory_service_pb2_grpc.MemoryServiceStub(self._channel)
 
     def __enter__(self) -> Self:
         return self

@@ -1,0 +1,104 @@
+"""AsyncRetrievalClient and the generated RetrievalClient against a real RetrievalService.
+
+The service runs with the real embedder (built into a temporary model cache), an Edge vector
+shard and a Tantivy index in a temporary directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from strata.client import AsyncRetrievalClient, InvalidArgumentError, RetrievalClient
+from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_retrieval.main import RetrievalApp
+from strata_retrieval.settings import RetrievalSettings
+from tests.client.conftest import LoopThread
+
+TENANT = "acme"
+PASSAGES = {
+    "p-tea": "Ada drinks green tea every morning.",
+    "p-bike": "Ada commutes to work by bicycle.",
+    "p-cat": "Ada's cat is called Turing.",
+}
+
+
+@pytest.fixture(scope="module")
+def retrieval_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root: Path = tmp_path_factory.mktemp("retrieval")
+    settings = RetrievalSettings(
+        address="127.0.0.1:0",
+        data_dir=root / "data",
+        model_cache_dir=root / "models",
+        workers=2,
+        grace_seconds=0,
+        log_json=False,
+    )
+    loop = LoopThread()
+
+    async def start() -> RetrievalApp:
+        app = RetrievalApp(settings)
+        await app.start()
+        return app
+
+    app = loop.run(start(), timeout=120)
+    yield app.address
+    loop.run(app.stop())
+    loop.close()
+
+
+@pytest.fixture
+async def retrieval(retrieval_target: str) -> AsyncIterator[AsyncRetrievalClient]:
+    async with AsyncRetrievalClient(retrieval_target, timeout=30) as client:
+        yield client
+
+
+def scope_filter() -> rpb.DocumentFilter:
+    return rpb.DocumentFilter(tenant_id=TENANT)
+
+
+async def test_upsert_search_stats_delete(retrieval: AsyncRetrievalClient) -> None:
+    documents = [
+        rpb.Document(
+            id=doc_id,
+            text=text,
+            kind=rpb.DOCUMENT_KIND_PASSAGE,
+            scope=rpb.Scope(tenant_id=TENANT, archive_id="arc-1"),
+            tags=["ada"],
+        )
+        for doc_id, text in PASSAGES.items()
+    ]
+    upserted = await retrieval.upsert_documents(documents=documents)
+    assert upserted.upserted_count == 3
+
+    found = await retrieval.search(
+        query="what does Ada drink", mode=rpb.SEARCH_MODE_HYBRID, filter=scope_filter(), top_k=2
+    )
+    assert found.hits[0].document.id == "p-tea"
+    assert len(found.hits) == 2
+    fts_only = await retrieval.search(
+        query="bicycle", mode=rpb.SEARCH_MODE_FTS, filter=scope_filter(), top_k=3
+    )
+    assert [hit.document.id for hit in fts_only.hits] == ["p-bike"]
+
+    stats = await retrieval.stats(filter=scope_filter())
+    assert (stats.document_count, stats.passage_count, list(stats.tags)) == (3, 3, ["ada"])
+
+    deleted = await retrieval.delete_documents(ids=rpb.DocumentIds(tenant_id=TENANT, ids=["p-cat", "absent"]))
+    assert deleted.deleted_count == 1
+    assert (await retrieval.stats(filter=scope_filter())).document_count == 2
+
+
+async def test_bad_request_is_invalid_argument(retrieval: AsyncRetrievalClient) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        await retrieval.search(query="tea", mode=rpb.SEARCH_MODE_UNSPECIFIED, filter=scope_filter(), top_k=3)
+    assert caught.value.field_violations
+
+
+def test_generated_sync_retrieval_client(retrieval_target: str) -> None:
+    with RetrievalClient(retrieval_target, timeout=30) as client:
+        stats = client.stats(filter=rpb.DocumentFilter(tenant_id="nobody-here"))
+        assert stats.document_count == 0
+        assert stats.embedding_dimension > 0

@@ -1,0 +1,101 @@
+"""RetrievalService through a real gRPC server (a fresh service per test): idempotent upserts,
+tenant isolation, deletes, restarts, start-up refusal and full pages under selective filters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from strata.retrieval.v1 import retrieval_pb2 as pb
+from strata.retrieval.v1 import retrieval_pb2_grpc
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.main import RetrievalApp
+from strata_retrieval.settings import RetrievalSettings
+from tests.retrieval.service_fixtures import MEMORIES, TENANT, Service, ids, passage, running_service, search
+
+
+@pytest.fixture
+async def service(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterator[Service]:
+    async with running_service(tmp_path / "data", embedder) as running:
+        await running.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
+        yield running
+
+
+async def test_a_filtered_search_returns_top_k_when_enough_documents_match(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    noise = [passage(f"n{i}", f"green tea fact number {i}", minutes=i) for i in range(40)]
+    rare = [passage(f"r{i}", f"an unrelated note about taxes {i}", tags=("rare",)) for i in range(5)]
+    async with running_service(tmp_path / "data", embedder) as running:
+        await running.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=noise + rare))
+        for mode in (pb.SEARCH_MODE_VECTOR, pb.SEARCH_MODE_HYBRID):
+            found = await ids(
+                running, search("green tea", mode, top_k=5, tags=["rare"], vector_depth=5, fts_depth=5)
+            )
+            assert sorted(found) == [f"r{i}" for i in range(5)]
+
+
+async def test_reupsert_is_idempotent_and_replaces_by_id(service: Service) -> None:
+    await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
+    stats = await service.stub.Stats(pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT)))
+    assert stats.document_count == len(MEMORIES)
+    changed = passage("p-cat", "The user's dog is called Biscuit", minutes=2, tags=("pets",))
+    await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[changed]))
+    assert "p-cat" not in await ids(service, search("Miso", pb.SEARCH_MODE_FTS))
+    assert await ids(service, search("Biscuit", pb.SEARCH_MODE_FTS)) == ["p-cat"]
+    assert (
+        await service.stub.Stats(pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT)))
+    ).document_count == 8
+
+
+async def test_same_id_in_two_tenants_are_two_documents(service: Service) -> None:
+    other = passage("p-cat", "another tenant's cat", tenant_id="tenant-2")
+    await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[other]))
+    mine = await service.stub.Search(search("Miso", pb.SEARCH_MODE_FTS))
+    assert [(hit.document.id, hit.document.scope.tenant_id) for hit in mine.hits] == [("p-cat", TENANT)]
+    found = await service.stub.Search(search("cat", pb.SEARCH_MODE_FTS, tenant_id="tenant-2"))
+    assert [hit.document.text for hit in found.hits] == ["another tenant's cat"]
+
+
+async def test_delete_by_ids_counts_what_existed(service: Service) -> None:
+    request = pb.DeleteDocumentsRequest(
+        ids=pb.DocumentIds(tenant_id=TENANT, ids=["p-tea", "m-2", "never-was"])
+    )
+    assert (await service.stub.DeleteDocuments(request)).deleted_count == 2
+    assert {"p-tea", "m-2"}.isdisjoint(await ids(service, search("green tea", top_k=10)))
+    assert (await service.stub.DeleteDocuments(request)).deleted_count == 0
+
+
+async def test_delete_by_filter_removes_the_scope_only(service: Service) -> None:
+    by_conversation = pb.DocumentFilter(tenant_id=TENANT, conversation_ids=["conv-1"])
+    deleted = await service.stub.DeleteDocuments(pb.DeleteDocumentsRequest(filter=by_conversation))
+    assert deleted.deleted_count == 2
+    assert await ids(service, search("", top_k=10, kinds=[pb.DOCUMENT_KIND_MESSAGE])) == ["m-3"]
+    assert set(await ids(service, search("tea", pb.SEARCH_MODE_FTS, top_k=10))) == {
+        "p-tea",
+        "p-other-archive",
+        "m-3",
+    }
+
+
+async def test_writes_survive_a_restart(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
+    async with running_service(tmp_path / "data", embedder) as first:
+        await first.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES[:2]))
+    async with running_service(tmp_path / "data", embedder) as second:
+        assert await ids(second, search("cat", pb.SEARCH_MODE_HYBRID, top_k=1)) == ["p-cat"]
+
+
+async def test_calls_before_the_engine_is_open_are_unavailable(tmp_path: Path) -> None:
+    app = RetrievalApp(RetrievalSettings(address="127.0.0.1:0", data_dir=tmp_path, grace_seconds=0))
+    await app.server.start()  # bound, engine not attached yet
+    try:
+        async with grpc.aio.insecure_channel(app.address) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await retrieval_pb2_grpc.RetrievalServiceStub(channel).Search(search("tea"))
+            assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        await app.stop()

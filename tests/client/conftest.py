@@ -1,8 +1,9 @@
-"""One real MemoryService (temp SQLite file, free port) on its own thread, shared by the client tests.
+"""Real Strata services for the client tests, each on a free port with its data in a temp folder.
 
-Servers run on a private event loop in a background thread so that blocking callers (the sync
-client, the CLI, a subprocess) and asyncio callers can all reach them. Each test gets a fresh
-tenant, so tests never see each other's agents or blocks.
+A RetrievalService (real embedder, Edge vector shard, Tantivy) and a MemoryService (SQLite file)
+that indexes into it run for the whole session on a private event loop in a background thread,
+so blocking callers (the sync clients, the CLI, a subprocess) and asyncio callers can all reach
+them. Each test gets a fresh tenant, so tests never see each other's agents or blocks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import pytest
 from strata.client import AsyncMemoryClient, MemoryClient
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_retrieval.main import RetrievalApp
+from strata_retrieval.settings import RetrievalSettings
 
 T = TypeVar("T")
 
@@ -28,10 +31,10 @@ class LoopThread:
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="strata-server", daemon=True)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="strata-servers", daemon=True)
         self._thread.start()
 
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 120) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)
 
     def close(self) -> None:
@@ -41,15 +44,51 @@ class LoopThread:
 
 
 @pytest.fixture(scope="session")
-def memory_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The address of the shared MemoryService."""
-    database: Path = tmp_path_factory.mktemp("client") / "memory.sqlite3"
-    settings = MemorySettings(address="127.0.0.1:0", database_url=f"sqlite:///{database}")
+def server_loop() -> Iterator[LoopThread]:
     loop = LoopThread()
-    server = loop.run(start_memory_server(settings))
-    yield server.address
-    loop.run(server.stop(0))
+    yield loop
     loop.close()
+
+
+@pytest.fixture(scope="session")
+def retrieval_target(server_loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The address of the shared RetrievalService."""
+    root = tmp_path_factory.mktemp("retrieval")
+    settings = RetrievalSettings(
+        address="127.0.0.1:0",
+        data_dir=root / "data",
+        model_cache_dir=root / "models",
+        workers=2,
+        grace_seconds=0,
+        log_json=False,
+    )
+
+    async def start() -> RetrievalApp:
+        app = RetrievalApp(settings)
+        await app.start()
+        return app
+
+    app = server_loop.run(start())
+    yield app.address
+    server_loop.run(app.stop())
+
+
+@pytest.fixture(scope="session")
+def memory_target(
+    server_loop: LoopThread, retrieval_target: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The address of the shared MemoryService, which indexes into the shared RetrievalService."""
+    database: Path = tmp_path_factory.mktemp("memory") / "memory.sqlite3"
+    settings = MemorySettings(
+        address="127.0.0.1:0",
+        database_url=f"sqlite:///{database}",
+        retrieval_address=retrieval_target,
+        outbox_max_backoff_seconds=0.5,
+        log_json=False,
+    )
+    server = server_loop.run(start_memory_server(settings))
+    yield server.address
+    server_loop.run(server.stop(0))
 
 
 @pytest.fixture

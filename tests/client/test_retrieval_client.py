@@ -1,52 +1,23 @@
-"""AsyncRetrievalClient and the generated RetrievalClient against a real RetrievalService.
+"""AsyncRetrievalClient and the generated RetrievalClient against the shared real RetrievalService.
 
-The service runs with the real embedder (built into a temporary model cache), an Edge vector
-shard and a Tantivy index in a temporary directory.
+The tenant used here is one no MemoryService test writes to, so the counts are this file's alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
 from strata.client import AsyncRetrievalClient, InvalidArgumentError, RetrievalClient
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
-from tests.client.conftest import LoopThread
 
-TENANT = "acme"
+TENANT = "retrieval-client-direct"
 PASSAGES = {
     "p-tea": "Ada drinks green tea every morning.",
     "p-bike": "Ada commutes to work by bicycle.",
     "p-cat": "Ada's cat is called Turing.",
 }
-
-
-@pytest.fixture(scope="module")
-def retrieval_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root: Path = tmp_path_factory.mktemp("retrieval")
-    settings = RetrievalSettings(
-        address="127.0.0.1:0",
-        data_dir=root / "data",
-        model_cache_dir=root / "models",
-        workers=2,
-        grace_seconds=0,
-        log_json=False,
-    )
-    loop = LoopThread()
-
-    async def start() -> RetrievalApp:
-        app = RetrievalApp(settings)
-        await app.start()
-        return app
-
-    app = loop.run(start(), timeout=120)
-    yield app.address
-    loop.run(app.stop())
-    loop.close()
 
 
 @pytest.fixture

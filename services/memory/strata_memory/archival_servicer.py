@@ -35,6 +35,7 @@ SEARCH_MODES = {
 }
 MAX_SEARCH_RESULTS = 100
 DEFAULT_REINDEX_BATCH = 256
+MAX_REINDEX_BATCH = 512  # RetrievalService's default batch limit
 
 
 class ArchivalHandlers:
@@ -147,8 +148,10 @@ class ArchivalHandlers:
     async def Reindex(
         self, request: api.ReindexRequest, context: Context
     ) -> AsyncIterator[api.ReindexProgress]:
-        if request.batch_size < 0 or request.batch_size > 4096:
-            raise InvalidArgument.field("batch_size", "must be between 1 and 4096 (0 for the default)")
+        if request.batch_size < 0 or request.batch_size > MAX_REINDEX_BATCH:
+            raise InvalidArgument.field(
+                "batch_size", f"must be between 1 and {MAX_REINDEX_BATCH} (0 for the default)"
+            )
         tenant = None if request.all_tenants else tenant_of(context)
         if request.all_tenants and request.agent_id:
             raise InvalidArgument.field("all_tenants", "cannot be combined with agent_id")

@@ -76,7 +76,7 @@ def build_operations(
         files=Files(database, prompts),
         messages=Messages(database, outbox),
         prompts=prompts,
-        tools=ToolRunner(database, prompts, clock, ExternalTools(archives, search, clock)),
+        tools=ToolRunner(database, prompts, clock, ExternalTools(archives, search, outbox, clock)),
         archives=archives,
         search=search,
         reindexer=Reindexer(database, retrieval),

@@ -16,11 +16,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.store.records import MessageRecord, PassageRecord
 
+MAX_INDEXED_CHARS = 30_000
+"""Longer texts are indexed by their beginning (the embedder reads 256 tokens anyway); the store keeps all."""
+
 
 def passage_document(passage: PassageRecord) -> rpb.Document:
     return rpb.Document(
         id=passage.id,
-        text=passage.text,
+        text=passage.text[:MAX_INDEXED_CHARS],
         kind=rpb.DOCUMENT_KIND_PASSAGE,
         scope=rpb.Scope(tenant_id=passage.tenant_id, archive_id=passage.archive_id),
         tags=list(passage.tags),
@@ -32,7 +35,7 @@ def passage_document(passage: PassageRecord) -> rpb.Document:
 def message_document(message: MessageRecord) -> rpb.Document:
     return rpb.Document(
         id=message.id,
-        text=message_text(message),
+        text=message_text(message)[:MAX_INDEXED_CHARS],
         kind=rpb.DOCUMENT_KIND_MESSAGE,
         scope=rpb.Scope(
             tenant_id=message.tenant_id, agent_id=message.agent_id, conversation_id=message.conversation_id

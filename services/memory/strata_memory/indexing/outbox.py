@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from functools import partial
 
+import grpc
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
@@ -29,6 +30,7 @@ from strata_memory.store.records import IndexJob
 from strata_serving.errors import StrataError
 
 log = logging.getLogger("strata.memory.outbox")
+PARKED_US = 86_400 * 1_000_000
 
 
 class OutboxWorker:
@@ -106,6 +108,9 @@ class OutboxWorker:
             except StrataError as failure:
                 await self._postpone(jobs[done:], failure)
                 return done
+            except grpc.aio.AioRpcError as refusal:
+                await self._set_aside(batch, refusal)
+                continue
             ids = [job.id for job in batch]
             await self._db.write(partial(index_jobs.complete, job_ids=ids))
             done += len(batch)
@@ -127,6 +132,18 @@ class OutboxWorker:
                 target = flt.agent_ids if action == index_jobs.DELETE_AGENT else flt.archive_ids
                 target.append(scope_id)
                 await self._retrieval.delete(rpb.DeleteDocumentsRequest(filter=flt))
+
+    async def _set_aside(self, jobs: Sequence[IndexJob], refusal: grpc.aio.AioRpcError) -> None:
+        """RetrievalService refused these jobs outright: park them (a day) so later jobs still flow."""
+        log.error(
+            "RetrievalService refused %d index jobs (%s): %s",
+            len(jobs),
+            refusal.code().name,
+            refusal.details(),
+        )
+        ids = [job.id for job in jobs]
+        error = f"{refusal.code().name}: {refusal.details()}"
+        await self._db.write(lambda conn: index_jobs.retry_later(conn, ids, delay_us=PARKED_US, error=error))
 
     async def _postpone(self, jobs: Sequence[IndexJob], failure: StrataError) -> None:
         attempts = max(job.attempts for job in jobs)

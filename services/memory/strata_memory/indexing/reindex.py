@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import partial
 
-from sqlalchemy import distinct, select
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
@@ -92,6 +92,6 @@ def _plan(conn: Connection, scope: ReindexScope) -> dict[str, list[str]]:
 
 
 def _tenants(conn: Connection) -> list[str]:
-    agents = set(conn.execute(select(distinct(schema.agents.c.tenant_id))).scalars())
-    archives = set(conn.execute(select(distinct(schema.archives.c.tenant_id))).scalars())
+    agents = set(conn.execute(select(schema.agents.c.tenant_id).distinct()).scalars())
+    archives = set(conn.execute(select(schema.archives.c.tenant_id).distinct()).scalars())
     return sorted(agents | archives)

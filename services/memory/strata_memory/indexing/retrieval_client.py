@@ -20,6 +20,12 @@ if TYPE_CHECKING:
 else:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
+_CHANNEL_OPTIONS = (
+    # Reconnect quickly once RetrievalService is back (gRPC's default backoff grows to 120 s).
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
 _TRANSPORT_FAILURES = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -39,7 +45,7 @@ class RetrievalClient:
 
     def _connect(self) -> RetrievalStub:
         if self._stub is None:
-            self._channel = grpc.aio.insecure_channel(self.address)
+            self._channel = grpc.aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
             self._stub = retrieval_pb2_grpc.RetrievalServiceStub(self._channel)
         return self._stub
 

@@ -13,7 +13,7 @@ from strata_memory.domain.tools.search_tools import (
     recall_results,
 )
 from strata_memory.indexing.documents import message_text
-from strata_memory.operations.archival import Archives
+from strata_memory.operations.archival import Archives, IndexQueue
 from strata_memory.operations.prompts import Clock
 from strata_memory.operations.search import Hit, Search, SearchWindow
 from strata_memory.store.records import AgentRecord, MessageRecord, PassageRecord
@@ -22,10 +22,20 @@ from strata_memory.store.records import AgentRecord, MessageRecord, PassageRecor
 class ExternalTools:
     """Runs ``archival_memory_insert``, ``archival_memory_search`` and ``conversation_search``."""
 
-    def __init__(self, archives: Archives, search: Search, clock: Clock) -> None:
+    def __init__(
+        self,
+        archives: Archives,
+        search: Search,
+        queue: IndexQueue,
+        clock: Clock,
+        *,
+        insert_wait_seconds: float = 5.0,
+    ) -> None:
         self._archives = archives
         self._search = search
+        self._queue = queue
         self._clock = clock
+        self._insert_wait = insert_wait_seconds
 
     async def run(self, name: str, arguments: str, agent: AgentRecord) -> str:
         """The result text for the LLM; raises a StrataError the caller reports as a failed result."""
@@ -45,7 +55,9 @@ class ExternalTools:
         )
         stored = written.items[0]
         tags = f" with tags {', '.join(stored.tags)}" if stored.tags else ""
-        return f"Inserted into archival memory as passage {stored.id}{tags}."
+        searchable = await self._queue.wait_delivered(written.job_ids, self._insert_wait)
+        later = "" if searchable else " It is stored and becomes searchable as soon as indexing catches up."
+        return f"Inserted into archival memory as passage {stored.id}{tags}.{later}"
 
     async def _archival_search(self, arguments: str, agent: AgentRecord) -> str:
         query = parse_archival_search(arguments, agent.timezone)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, distinct, func, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.store import schema
@@ -152,7 +152,8 @@ def passage_stats(conn: Connection, archive_ids: Sequence[str]) -> tuple[int, li
         .where(schema.passages.c.archive_id.in_(list(archive_ids)))
     ).scalar_one()
     tags = conn.execute(
-        select(distinct(schema.passage_tags.c.tag))
+        select(schema.passage_tags.c.tag)
+        .distinct()
         .where(schema.passage_tags.c.archive_id.in_(list(archive_ids)))
         .order_by(schema.passage_tags.c.tag)
     ).scalars()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
+from strata.cli.main import main
 from strata.client import AsyncMemoryClient, MemoryClient
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
@@ -24,6 +25,8 @@ from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 
 T = TypeVar("T")
+Strata = Callable[..., tuple[int, str, str]]
+"""Runs the CLI in-process: ``strata(*args)`` -> (exit code, stdout, stderr)."""
 
 
 class LoopThread:
@@ -107,3 +110,16 @@ async def client(memory_target: str, tenant: str) -> AsyncIterator[AsyncMemoryCl
 def sync_client(memory_target: str, tenant: str) -> Iterator[MemoryClient]:
     with MemoryClient(memory_target, tenant=tenant, timeout=10) as opened:
         yield opened
+
+
+@pytest.fixture
+def strata(memory_target: str, tenant: str, capsys: pytest.CaptureFixture[str]) -> Strata:
+    """Run ``strata --target … --tenant … ARGS``; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(["--target", memory_target, "--tenant", tenant, *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from strata.cli.main import main
-
-Strata = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def strata(memory_target: str, tenant: str, capsys: pytest.CaptureFixture[str]) -> Strata:
-    """Run ``strata --target … --tenant … ARGS``; returns (exit code, stdout, stderr)."""
-
-    def run(*args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = main(["--target", memory_target, "--tenant", tenant, *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+from tests.client.conftest import Strata
 
 
 def new_agent(strata: Strata, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""The ``strata`` command: agents, blocks, prompt, tools and messages of a MemoryService.
+"""The ``strata`` command: agents, blocks, prompt, tools, messages, archives and search.
 
     strata [--target HOST:PORT] [--tenant T] [--json] GROUP COMMAND [options]
 
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from strata.cli import agents, blocks, messages, prompt
+from strata.cli import agents, archival, blocks, messages, prompt, search
 from strata.cli.commands import UsageError
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     blocks.register(groups)
     prompt.register(groups)
     messages.register(groups)
+    archival.register(groups)
+    search.register(groups)
     return parser
 
 

@@ -52,6 +52,16 @@ class AsyncArchivalMethods(AsyncClientBase):
         request = api.DetachArchiveRequest(agent_id=agent_id, archive_id=archive_id)
         return await self._call(self._stub.DetachArchive, request)
 
+    async def iter_archives(self, *, agent_id: str = "", page_size: int = 0) -> AsyncIterator[pb.Archive]:
+        """Every archive of the agent (or of the tenant), fetching page after page."""
+        token = ""
+        while True:
+            page = await self.list_archives(agent_id=agent_id, page_size=page_size, page_token=token)
+            for archive in page.archives:
+                yield archive
+            if not (token := page.next_page_token):
+                return
+
     async def create_passages(
         self,
         *,

@@ -54,6 +54,15 @@ class ArchivalMethods(ClientBase):
         request = api.DetachArchiveRequest(agent_id=agent_id, archive_id=archive_id)
         return self._call(self._stub.DetachArchive, request)
 
+    def iter_archives(self, *, agent_id: str = "", page_size: int = 0) -> Iterator[pb.Archive]:
+        """Every archive of the agent (or of the tenant), fetching page after page."""
+        token = ""
+        while True:
+            page = self.list_archives(agent_id=agent_id, page_size=page_size, page_token=token)
+            yield from page.archives
+            if not (token := page.next_page_token):
+                return
+
     def create_passages(
         self,
         *,

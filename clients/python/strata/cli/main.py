@@ -3,7 +3,7 @@
     strata [--target HOST:PORT] [--tenant T] [--json] GROUP COMMAND [options]
 
 Exit codes: 0 on success, 2 for bad usage or INVALID_ARGUMENT, 1 for any other failure (including
-a memory tool that reports ``ok=false``).
+a memory tool that reports ``ok=false``), 130 when interrupted with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ TENANT_ENV = "STRATA_TENANT"
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"strata: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("strata: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code or 0
 
 

@@ -29,5 +29,11 @@ class MemorySettings(BaseSettings):
     recall_fts_weight: float = 1.0
     """RRF leg weights for archival and recall search (see bench/ for how they were chosen)."""
     rrf_k: float = 60.0
+    recall_rrf_k: float = 60.0
+    """RRF k for recall search (``rrf_k`` is archival's)."""
+    recall_candidate_depth: int = 0
+    """Candidates each leg of a hybrid recall search fetches (at least the limit); 0: RetrievalService's."""
+    recall_context_turns: int = 0
+    """Preceding user/assistant turns of the same conversation indexed with each message."""
     log_level: str = "INFO"
     log_json: bool = True

@@ -68,7 +68,12 @@ def build_operations(
         database,
         retrieval,
         archival=LegWeights(settings.archival_vector_weight, settings.archival_fts_weight, settings.rrf_k),
-        recall=LegWeights(settings.recall_vector_weight, settings.recall_fts_weight, settings.rrf_k),
+        recall=LegWeights(
+            settings.recall_vector_weight,
+            settings.recall_fts_weight,
+            settings.recall_rrf_k,
+            settings.recall_candidate_depth,
+        ),
     )
     return MemoryOperations(
         agents=Agents(database, prompts),
@@ -79,7 +84,7 @@ def build_operations(
         tools=ToolRunner(database, prompts, clock, ExternalTools(archives, search, outbox, clock)),
         archives=archives,
         search=search,
-        reindexer=Reindexer(database, retrieval),
+        reindexer=Reindexer(database, retrieval, context_turns=settings.recall_context_turns),
         index_queue=outbox,
     )
 
@@ -97,6 +102,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         retrieval,
         batch_size=settings.outbox_batch_size,
         max_backoff_seconds=settings.outbox_max_backoff_seconds,
+        context_turns=settings.recall_context_turns,
     )
     servicer = MemoryServicer(build_operations(database, retrieval, outbox, settings, clock))
     server = GrpcServer(

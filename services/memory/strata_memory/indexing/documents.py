@@ -3,12 +3,15 @@
 A message's searchable text is its content plus whatever its tool calls said (an assistant reply sent
 through ``send_message`` is searchable as content — Letta's recall misses it), prefixed with the
 speaker's name when the message has one (it lifts dense recall markedly on conversational data).
+A message can also be indexed with the dialogue turns just before it (``recall_context_turns``):
+replies such as "Yes, last Saturday!" only make sense with what they answer. The message's own text
+comes first, so it is never the part cut off; the store and search results keep the message alone.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -18,6 +21,8 @@ from strata_memory.store.records import MessageRecord, PassageRecord
 
 MAX_INDEXED_CHARS = 30_000
 """Longer texts are indexed by their beginning (the embedder reads 256 tokens anyway); the store keeps all."""
+MAX_CONTEXT_CHARS = 1_000
+"""Each preceding turn indexed with a message contributes at most this many characters."""
 
 
 def passage_document(passage: PassageRecord) -> rpb.Document:
@@ -32,10 +37,11 @@ def passage_document(passage: PassageRecord) -> rpb.Document:
     )
 
 
-def message_document(message: MessageRecord) -> rpb.Document:
+def message_document(message: MessageRecord, context: Sequence[MessageRecord] = ()) -> rpb.Document:
+    """``context``: the turns just before the message in its conversation, oldest first."""
     return rpb.Document(
         id=message.id,
-        text=message_text(message)[:MAX_INDEXED_CHARS],
+        text=indexed_text(message, context)[:MAX_INDEXED_CHARS],
         kind=rpb.DOCUMENT_KIND_MESSAGE,
         scope=rpb.Scope(
             tenant_id=message.tenant_id, agent_id=message.agent_id, conversation_id=message.conversation_id
@@ -43,6 +49,12 @@ def message_document(message: MessageRecord) -> rpb.Document:
         role=message.role,
         created_at=_timestamp(message.created_us),
     )
+
+
+def indexed_text(message: MessageRecord, context: Sequence[MessageRecord] = ()) -> str:
+    """The message's own text, then the preceding turns (nearest first), each cut to a bounded length."""
+    before = [message_text(turn)[:MAX_CONTEXT_CHARS] for turn in reversed(context)]
+    return "\n".join([message_text(message), *(text for text in before if text)])
 
 
 def message_text(message: MessageRecord) -> str:

@@ -42,12 +42,14 @@ class OutboxWorker:
         batch_size: int = 256,
         idle_poll_seconds: float = 1.0,
         max_backoff_seconds: float = 5.0,
+        context_turns: int = 0,
     ) -> None:
         self._db = db
         self._retrieval = retrieval
         self._batch_size = batch_size
         self._idle_poll = idle_poll_seconds
         self._max_backoff = max_backoff_seconds
+        self._context_turns = context_turns
         self._wake = asyncio.Event()
         self._delivered = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -119,7 +121,9 @@ class OutboxWorker:
     async def _deliver(self, action: str, tenant_id: str, jobs: list[IndexJob]) -> None:
         ids = [job.document_id for job in jobs]
         if action == index_jobs.UPSERT:
-            documents = await self._db.read(lambda conn: current_documents(conn, tenant_id, ids))
+            documents = await self._db.read(
+                lambda conn: current_documents(conn, tenant_id, ids, context_turns=self._context_turns)
+            )
             if documents:
                 await self._retrieval.upsert(documents)
         elif action == index_jobs.DELETE:
@@ -163,8 +167,14 @@ class OutboxWorker:
         )
 
 
-def current_documents(conn: Connection, tenant_id: str, ids: Sequence[str]) -> list[rpb.Document]:
-    """The documents for these ids as the store holds them now (deleted ones are skipped)."""
+def current_documents(
+    conn: Connection, tenant_id: str, ids: Sequence[str], *, context_turns: int = 0
+) -> list[rpb.Document]:
+    """The documents for these ids as the store holds them now (deleted ones are skipped).
+
+    A message is indexed with up to ``context_turns`` preceding dialogue turns of its conversation
+    (see ``message_document``), read from the store now, like the message itself.
+    """
     passage_ids = [i for i in ids if i.startswith("passage-")]
     message_ids = [i for i in ids if i.startswith("message-")]
     documents = (
@@ -173,5 +183,8 @@ def current_documents(conn: Connection, tenant_id: str, ids: Sequence[str]) -> l
         else []
     )
     if message_ids:
-        documents.extend(message_document(m) for m in message_rows.get_messages(conn, tenant_id, message_ids))
+        documents.extend(
+            message_document(m, message_rows.preceding_turns(conn, m, context_turns) if context_turns else ())
+            for m in message_rows.get_messages(conn, tenant_id, message_ids)
+        )
     return documents

@@ -39,9 +39,10 @@ class Progress:
 
 
 class Reindexer:
-    def __init__(self, db: Database, retrieval: RetrievalClient) -> None:
+    def __init__(self, db: Database, retrieval: RetrievalClient, *, context_turns: int = 0) -> None:
         self._db = db
         self._retrieval = retrieval
+        self._context_turns = context_turns
 
     async def run(self, scope: ReindexScope, *, batch_size: int) -> AsyncIterator[Progress]:
         plan = await self._db.read(lambda conn: _plan(conn, scope))
@@ -52,7 +53,11 @@ class Reindexer:
             await self._clear(tenant_id, scope)
             for start in range(0, len(ids), batch_size):
                 chunk = ids[start : start + batch_size]
-                documents = await self._db.read(partial(current_documents, tenant_id=tenant_id, ids=chunk))
+                documents = await self._db.read(
+                    partial(
+                        current_documents, tenant_id=tenant_id, ids=chunk, context_turns=self._context_turns
+                    )
+                )
                 if documents:
                     await self._retrieval.upsert(documents)
                 done += len(chunk)

@@ -37,6 +37,8 @@ class LegWeights:
     vector: float = 1.0
     fts: float = 1.0
     rrf_k: float = 60.0
+    depth: int = 0
+    """Candidates per leg of a hybrid search (raised to the limit); 0 leaves RetrievalService's default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,8 @@ class Search:
             vector_weight=weights.vector,
             fts_weight=weights.fts,
         )
+        if weights.depth and request.mode == rpb.SEARCH_MODE_HYBRID:
+            request.vector_depth = request.fts_depth = max(weights.depth, window.limit)
         return list((await self._retrieval.search(request)).hits)
 
 

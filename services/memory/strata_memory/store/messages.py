@@ -116,3 +116,22 @@ def message_ids(conn: Connection, *, tenant_id: str | None, agent_id: str | None
     if agent_id is not None:
         query = query.where(schema.messages.c.agent_id == agent_id)
     return list(conn.execute(query).scalars())
+
+
+DIALOGUE_ROLES = ("user", "assistant")
+
+
+def preceding_turns(conn: Connection, message: MessageRecord, count: int) -> list[MessageRecord]:
+    """Up to ``count`` user/assistant messages just before ``message`` in its conversation, oldest first."""
+    query = (
+        select(schema.messages)
+        .where(
+            schema.messages.c.agent_id == message.agent_id,
+            schema.messages.c.conversation_id == message.conversation_id,
+            schema.messages.c.sequence < message.sequence,
+            schema.messages.c.role.in_(DIALOGUE_ROLES),
+        )
+        .order_by(schema.messages.c.sequence.desc())
+        .limit(count)
+    )
+    return [_record(row) for row in reversed(list(conn.execute(query).mappings()))]

@@ -1,0 +1,63 @@
+"""What RetrievalService indexes for a message: own text, speaker name, preceding turns."""
+
+from __future__ import annotations
+
+from strata_memory.indexing.documents import (
+    MAX_CONTEXT_CHARS,
+    indexed_text,
+    message_document,
+    message_text,
+)
+from strata_memory.store.records import MessageRecord, ToolCallRecord
+
+
+def message(content: str, *, name: str = "", role: str = "user", seq: int = 1) -> MessageRecord:
+    return MessageRecord(
+        id=f"message-{seq}",
+        tenant_id="t",
+        agent_id="agent-1",
+        conversation_id="default",
+        role=role,
+        content=content,
+        name=name,
+        sequence=seq,
+    )
+
+
+def test_the_speaker_name_prefixes_the_text_and_tool_calls_are_searchable() -> None:
+    said = MessageRecord(
+        id="message-9",
+        tenant_id="t",
+        agent_id="a",
+        conversation_id="default",
+        role="assistant",
+        content="",
+        name="Sam",
+        tool_calls=(ToolCallRecord("c1", "send_message", '{"message": "see you Friday"}'),),
+    )
+    assert message_text(said) == "Sam: see you Friday"
+    assert message_text(message("hello")) == "hello"
+
+
+def test_without_context_the_indexed_text_is_the_message_text() -> None:
+    alone = message("Yes, last Saturday!", name="Mel")
+    assert indexed_text(alone) == "Mel: Yes, last Saturday!"
+    assert message_document(alone).text == "Mel: Yes, last Saturday!"
+
+
+def test_preceding_turns_follow_the_message_nearest_first() -> None:
+    turns = [
+        message("Did you go hiking?", name="Caroline", seq=1),
+        message("When was it?", name="Caroline", seq=2),
+    ]
+    reply = message("Yes, last Saturday!", name="Mel", seq=3)
+    document = message_document(reply, turns)
+    assert document.text == "Mel: Yes, last Saturday!\nCaroline: When was it?\nCaroline: Did you go hiking?"
+    assert document.id == "message-3"
+
+
+def test_each_preceding_turn_is_bounded_and_empty_ones_are_skipped() -> None:
+    long_turn = message("x" * (MAX_CONTEXT_CHARS * 3), seq=1)
+    empty = message("", seq=2)
+    text = indexed_text(message("short", seq=3), [long_turn, empty])
+    assert text == "short\n" + "x" * MAX_CONTEXT_CHARS

@@ -6,10 +6,19 @@ import inspect
 import re
 
 import pytest
+from google.protobuf.descriptor import ServiceDescriptor
 
-from strata.client import AbortedError, AsyncMemoryClient, MemoryClient, NotFoundError
+from strata.client import (
+    AbortedError,
+    AsyncMemoryClient,
+    AsyncRetrievalClient,
+    MemoryClient,
+    NotFoundError,
+    RetrievalClient,
+)
 from strata.memory.v1 import memory_service_pb2
 from strata.memory.v1 import resources_pb2 as pb
+from strata.retrieval.v1 import retrieval_pb2
 
 
 def test_sync_round_trip_pagination_and_errors(sync_client: MemoryClient) -> None:
@@ -41,18 +50,32 @@ def test_sync_round_trip_pagination_and_errors(sync_client: MemoryClient) -> Non
     assert sync_client.get_block(block_id=block.id).value == "I am brief."
 
 
-def test_sync_client_has_every_public_method_of_the_async_one() -> None:
-    def public(cls: type) -> dict[str, list[str]]:
-        return {
-            name: list(inspect.signature(member).parameters)
-            for name, member in inspect.getmembers(cls, inspect.isfunction)
-            if not name.startswith("_")
-        }
-
-    assert public(MemoryClient) == public(AsyncMemoryClient)
-    rpcs = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].methods
-    missing = [m.name for m in rpcs if _snake(m.name) not in public(AsyncMemoryClient)]
+@pytest.mark.parametrize(
+    ("sync_class", "async_class", "service"),
+    [
+        (MemoryClient, AsyncMemoryClient, memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"]),
+        (
+            RetrievalClient,
+            AsyncRetrievalClient,
+            retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"],
+        ),
+    ],
+)
+def test_each_rpc_has_a_method_and_the_sync_twin_has_them_all(
+    sync_class: type, async_class: type, service: ServiceDescriptor
+) -> None:
+    assert _public(sync_class) == _public(async_class)
+    missing = [m.name for m in service.methods if _snake(m.name) not in _public(async_class)]
     assert missing == [], "RPCs without a client method"
+
+
+def _public(cls: type) -> dict[str, list[str]]:
+    """Public methods and their parameter names."""
+    return {
+        name: list(inspect.signature(member).parameters)
+        for name, member in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_")
+    }
 
 
 def _snake(name: str) -> str:

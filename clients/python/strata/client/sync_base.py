@@ -27,6 +27,7 @@ class ClientBase:
 
     ``tenant`` is sent as ``x-strata-tenant`` on every call (MemoryService's "default" if ``None``);
     ``timeout`` is the deadline of each unary call in seconds. Pass ``credentials`` for TLS.
+    The channel opens at construction (with asyncio: create the client in the loop that uses it).
     """
 
     def __init__(

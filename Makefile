@@ -58,8 +58,8 @@ proto: install ## regenerate Python stubs (typed, mypy-protobuf) from proto/ int
 	  --mypy_out=$(GEN_ROOT) --mypy_grpc_out=$(GEN_ROOT) $(PROTO_FILES)
 
 proto-check: proto ## fail if the committed stubs differ from freshly generated ones
-	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1
-	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1)" \
+	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1
+	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1)" \
 	  || { echo "untracked generated files: run 'make proto' and commit"; exit 1; }
 
 client: install ## regenerate the sync MemoryClient from the async one (clients/python/strata/client)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -37,3 +40,38 @@ class MemorySettings(BaseSettings):
     """Preceding user/assistant turns of the same conversation indexed with each message."""
     log_level: str = "INFO"
     log_json: bool = True
+
+    # Security (docs/security.md). Off by default so `make run` stays one command.
+    auth_enabled: bool = False
+    """Require a tenant API key (``authorization: Bearer …``) on every MemoryService call."""
+    admin_api_key: SecretStr | None = None
+    """The key of AdminService (API keys); AdminService is served only when it is set. >= 16 chars."""
+    retrieval_api_key: SecretStr | None = None
+    """The service key MemoryService presents to RetrievalService (its ``STRATA_RETRIEVAL_API_KEY``)."""
+    tls_cert_file: Path | None = None
+    """PEM certificate chain; with ``tls_key_file`` the port accepts TLS only."""
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = None
+    """PEM CA bundle; when set, every client must present a certificate it signed (mTLS)."""
+    retrieval_tls_root_cert: Path | None = None
+    """CA that signed RetrievalService's certificate; setting it (or a client cert) turns TLS on."""
+    retrieval_tls_client_cert: Path | None = None
+    """MemoryService's client certificate and key for mTLS to RetrievalService."""
+    retrieval_tls_client_key: Path | None = None
+    retrieval_tls_server_name: str | None = None
+    """Expected name in RetrievalService's certificate when it differs from the address's host."""
+
+    # Limits (docs/security.md lists every limit, including the fixed ones in the code).
+    max_message_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    """Largest request the server accepts (``grpc.max_receive_message_length``): RESOURCE_EXHAUSTED."""
+    searches_per_tenant: int = Field(default=8, ge=0)
+    """Searches (each embeds a query in RetrievalService) one tenant may have in flight; beyond it
+    a call fails at once with RESOURCE_EXHAUSTED (reason TENANT_CONCURRENCY_LIMIT). 0: no limit."""
+
+    @model_validator(mode="after")
+    def _auth_needs_keys(self) -> MemorySettings:
+        if self.admin_api_key is not None and len(self.admin_api_key.get_secret_value()) < 16:
+            raise ValueError("admin_api_key must be at least 16 characters")
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        return self

@@ -6,7 +6,13 @@ import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import grpc
+from pydantic import SecretStr
+
+from strata.admin.v1 import admin_pb2, admin_pb2_grpc
 from strata.memory.v1 import memory_service_pb2, memory_service_pb2_grpc
+from strata_memory.access import ApiKeys, MemoryAuthenticator
+from strata_memory.admin_servicer import AdminServicer
 from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxWorker
 from strata_memory.indexing.reindex import Reindexer
@@ -22,10 +28,13 @@ from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.servicer import MemoryOperations, MemoryServicer
 from strata_memory.store.database import Database
+from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
+from strata_serving.tls import channel_credentials, server_tls
 
 SERVICE_NAME = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
 
 def utc_now() -> datetime:
@@ -96,7 +105,18 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     """
     database = Database(settings.database_url, max_workers=settings.db_workers)
     await asyncio.get_running_loop().run_in_executor(None, database.migrate)
-    retrieval = RetrievalClient(settings.retrieval_address, timeout=settings.retrieval_timeout_seconds)
+    retrieval = RetrievalClient(
+        settings.retrieval_address,
+        timeout=settings.retrieval_timeout_seconds,
+        credentials=channel_credentials(
+            settings.retrieval_tls_root_cert,
+            settings.retrieval_tls_client_cert,
+            settings.retrieval_tls_client_key,
+        ),
+        api_key=_secret(settings.retrieval_api_key),
+        tls_server_name=settings.retrieval_tls_server_name,
+        searches_per_tenant=settings.searches_per_tenant,
+    )
     outbox = OutboxWorker(
         database,
         retrieval,
@@ -105,15 +125,43 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         context_turns=settings.recall_context_turns,
     )
     servicer = MemoryServicer(build_operations(database, retrieval, outbox, settings, clock))
+    admin = AdminServicer(ApiKeys(database)) if settings.admin_api_key is not None else None
+
+    def register(server: grpc.aio.Server) -> None:
+        memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
+        if admin is not None:
+            admin_pb2_grpc.add_AdminServiceServicer_to_server(admin, server)
+
     server = GrpcServer(
         settings.address,
-        service_names=[SERVICE_NAME],
-        register=lambda s: memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, s),
+        service_names=[SERVICE_NAME, *([ADMIN_SERVICE_NAME] if admin is not None else [])],
+        register=register,
+        extra_interceptors=_auth_interceptors(settings, database),
+        options=[
+            ("grpc.max_receive_message_length", settings.max_message_bytes),
+            ("grpc.max_send_message_length", settings.max_message_bytes),
+        ],
+        tls=server_tls(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file),
     )
     await server.start()
     outbox.start()
     await server.mark_serving()
     return MemoryServer(server, database, outbox, retrieval)
+
+
+def _auth_interceptors(settings: MemorySettings, database: Database) -> list[AuthInterceptor]:
+    """No interceptor when auth is off and there is no admin key (exactly the unauthenticated
+    default); with only an admin key, AdminService is guarded while MemoryService stays open."""
+    if not settings.auth_enabled and settings.admin_api_key is None:
+        return []
+    tenant_kinds = frozenset({PrincipalKind.TENANT}) if settings.auth_enabled else None
+    policy = AccessPolicy({SERVICE_NAME: tenant_kinds, ADMIN_SERVICE_NAME: frozenset({PrincipalKind.ADMIN})})
+    authenticator = MemoryAuthenticator(database, _secret(settings.admin_api_key))
+    return [AuthInterceptor(authenticator, policy)]
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
 
 
 async def serve(settings: MemorySettings) -> None:

@@ -24,8 +24,10 @@ from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
+from strata_serving.auth import AccessPolicy, AuthInterceptor, Principal, PrincipalKind, StaticKey, StaticKeys
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
+from strata_serving.tls import server_tls
 
 SERVICE_NAME = retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name
 log = logging.getLogger("strata.retrieval")
@@ -86,6 +88,12 @@ class RetrievalApp:
             register=lambda server: retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(
                 self.servicer, server
             ),
+            extra_interceptors=_auth_interceptors(settings),
+            options=[
+                ("grpc.max_receive_message_length", settings.max_message_bytes),
+                ("grpc.max_send_message_length", settings.max_message_bytes),
+            ],
+            tls=server_tls(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file),
         )
         self.engine: RetrievalEngine | None = None
 
@@ -114,6 +122,16 @@ class RetrievalApp:
         if self.engine is not None:
             await asyncio.get_running_loop().run_in_executor(self._executor, self.engine.close)
         self._executor.shutdown(wait=True)
+
+
+def _auth_interceptors(settings: RetrievalSettings) -> list[AuthInterceptor]:
+    """With an API key set, only the service principal (MemoryService) may call; every request still
+    names its tenant, and the engine refuses any without one (INVALID_ARGUMENT)."""
+    if settings.api_key is None:
+        return []
+    service = Principal(PrincipalKind.SERVICE, key_id="service")
+    keys = StaticKeys([StaticKey(settings.api_key.get_secret_value(), service)])
+    return [AuthInterceptor(keys, AccessPolicy({SERVICE_NAME: frozenset({PrincipalKind.SERVICE})}))]
 
 
 async def serve(settings: RetrievalSettings) -> None:

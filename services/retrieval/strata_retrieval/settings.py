@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from strata_retrieval.documents import LegWeights
@@ -42,6 +42,16 @@ class RetrievalSettings(BaseSettings):
     grace_seconds: float = Field(default=5.0, ge=0)
     log_level: str = "INFO"
     log_json: bool = True
+    max_message_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="largest request accepted")
+    api_key: SecretStr | None = Field(
+        default=None,
+        min_length=16,
+        description="when set, every call needs 'authorization: Bearer <api_key>' (MemoryService's "
+        "STRATA_MEMORY_RETRIEVAL_API_KEY); health and reflection stay open",
+    )
+    tls_cert_file: Path | None = Field(default=None, description="PEM certificate chain: TLS only")
+    tls_key_file: Path | None = None
+    tls_client_ca_file: Path | None = Field(default=None, description="require client certificates (mTLS)")
 
     @property
     def limits(self) -> Limits:

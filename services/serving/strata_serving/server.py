@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from strata_serving.interceptors import RequestContextInterceptor
+from strata_serving.tls import ServerTls
 
 log = logging.getLogger("strata.server")
 
@@ -26,7 +27,11 @@ Registrar = Callable[[grpc.aio.Server], None]
 
 
 class GrpcServer:
-    """Owns one ``grpc.aio.Server`` bound to ``address`` (``host:0`` picks a free port)."""
+    """Owns one ``grpc.aio.Server`` bound to ``address`` (``host:0`` picks a free port).
+
+    ``extra_interceptors`` run inside the request-context one (so their errors are logged and mapped
+    like any other); with ``tls`` the port accepts only TLS (and, with a client CA, only mTLS).
+    """
 
     def __init__(
         self,
@@ -36,6 +41,7 @@ class GrpcServer:
         register: Registrar,
         extra_interceptors: Sequence[grpc.aio.ServerInterceptor[Any, Any]] = (),
         options: Sequence[tuple[str, Any]] = (),
+        tls: ServerTls | None = None,
     ) -> None:
         self.service_names = tuple(service_names)
         self.server = grpc.aio.server(
@@ -47,7 +53,10 @@ class GrpcServer:
         reflection.enable_server_reflection(
             [*self.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], self.server
         )
-        self.port = self.server.add_insecure_port(address)
+        if tls is None:
+            self.port = self.server.add_insecure_port(address)
+        else:
+            self.port = self.server.add_secure_port(address, tls.credentials())
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
         self._stopped = asyncio.Event()

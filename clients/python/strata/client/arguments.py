@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import grpc
 from google.protobuf import field_mask_pb2
 
 from strata.memory.v1 import resources_pb2 as pb
@@ -23,9 +25,31 @@ TENANT_KEY = "x-strata-tenant"
 """The metadata key naming the tenant; the server uses "default" when it is absent."""
 
 
-def call_metadata(tenant: str | None) -> tuple[tuple[str, str], ...]:
-    """The metadata sent with every call: the tenant, if one was chosen."""
-    return ((TENANT_KEY, tenant),) if tenant else ()
+API_KEY_ENV = "STRATA_API_KEY"
+"""The environment variable the clients read an API key from when none is passed."""
+
+
+def call_metadata(tenant: str | None, api_key: str | None = None) -> tuple[tuple[str, str], ...]:
+    """The metadata sent with every call: the tenant, if one was chosen, and the API key, if any."""
+    tenant_part = ((TENANT_KEY, tenant),) if tenant else ()
+    key_part = (("authorization", f"Bearer {api_key}"),) if api_key else ()
+    return tenant_part + key_part
+
+
+def tls_credentials(
+    root_cert: str | Path | None = None,
+    client_cert: str | Path | None = None,
+    client_key: str | Path | None = None,
+) -> grpc.ChannelCredentials:
+    """TLS channel credentials from PEM files: the CA that signed the server's certificate (the
+    system trust store if ``None``) and, for mTLS, this client's certificate and key."""
+    if (client_cert is None) != (client_key is None):
+        raise ValueError("a client certificate needs its key (and the other way round)")
+    return grpc.ssl_channel_credentials(
+        root_certificates=Path(root_cert).read_bytes() if root_cert else None,
+        private_key=Path(client_key).read_bytes() if client_key else None,
+        certificate_chain=Path(client_cert).read_bytes() if client_cert else None,
+    )
 
 
 def block_ref(block_id: str = "", agent_id: str = "", label: str = "") -> pb.BlockRef:

@@ -6,6 +6,7 @@ spellings that have a ``grpc`` (blocking) twin.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -13,7 +14,7 @@ from typing import Any, Self, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from strata.client.arguments import DEFAULT_TIMEOUT, call_metadata
+from strata.client.arguments import API_KEY_ENV, DEFAULT_TIMEOUT, call_metadata
 from strata.client.errors import error_from_rpc
 
 RequestT = TypeVar("RequestT", bound=Message)
@@ -24,7 +25,10 @@ class AsyncClientBase:
     """Owns a ``grpc.aio`` channel to a Strata service; use as a context manager or call ``close()``.
 
     ``tenant`` is sent as ``x-strata-tenant`` on every call (MemoryService's "default" if ``None``);
-    ``timeout`` is the deadline of each unary call in seconds. Pass ``credentials`` for TLS.
+    ``timeout`` is the deadline of each unary call in seconds. Pass ``credentials`` for TLS
+    (:func:`strata.client.arguments.tls_credentials`). ``api_key`` is sent as ``authorization:
+    Bearer …`` (``STRATA_API_KEY`` from the environment when ``None``); with a tenant key the tenant
+    is the key's, so ``tenant`` may be left out.
     The channel opens at construction (with asyncio: create the client in the loop that uses it).
     """
 
@@ -36,11 +40,12 @@ class AsyncClientBase:
         timeout: float | None = DEFAULT_TIMEOUT,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] = (),
+        api_key: str | None = None,
     ) -> None:
         self.target = target
         self.tenant = tenant
         self.timeout = timeout
-        self._metadata = call_metadata(tenant)
+        self._metadata = call_metadata(tenant, api_key or os.environ.get(API_KEY_ENV) or None)
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=list(options))
         else:

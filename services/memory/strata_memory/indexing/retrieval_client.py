@@ -14,13 +14,14 @@ import grpc
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.domain.errors import RetrievalUnavailable
+from strata_serving.admission import TenantConcurrency
 
 if TYPE_CHECKING:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
 else:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
-_CHANNEL_OPTIONS = (
+_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     # Reconnect quickly once RetrievalService is back (gRPC's default backoff grows to 120 s).
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
@@ -32,20 +33,44 @@ _TRANSPORT_FAILURES = {
     grpc.StatusCode.CANCELLED,
     grpc.StatusCode.UNKNOWN,
 }
+_AUTH_FAILURES = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 
 
 class RetrievalClient:
     """A long-lived channel to RetrievalService (opened lazily, so either service may start first)."""
 
-    def __init__(self, address: str, *, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout: float = 10.0,
+        credentials: grpc.ChannelCredentials | None = None,
+        api_key: str | None = None,
+        tls_server_name: str | None = None,
+        searches_per_tenant: int = 0,
+    ) -> None:
+        """``credentials`` select TLS (mTLS with a client certificate); ``api_key`` is the service key
+        sent as a bearer token; ``searches_per_tenant`` bounds each tenant's searches in flight (each
+        embeds its query), 0 for no bound."""
         self.address = address
         self._timeout = timeout
+        self._credentials = credentials
+        self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
+        self._options: tuple[tuple[str, Any], ...] = _CHANNEL_OPTIONS
+        if tls_server_name:
+            self._options = (*_CHANNEL_OPTIONS, ("grpc.ssl_target_name_override", tls_server_name))
+        self.searches = TenantConcurrency(searches_per_tenant, what="searches")
         self._channel: grpc.aio.Channel | None = None
         self._stub: RetrievalStub | None = None
 
     def _connect(self) -> RetrievalStub:
         if self._stub is None:
-            self._channel = grpc.aio.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
+            if self._credentials is None:
+                self._channel = grpc.aio.insecure_channel(self.address, options=self._options)
+            else:
+                self._channel = grpc.aio.secure_channel(
+                    self.address, self._credentials, options=self._options
+                )
             self._stub = retrieval_pb2_grpc.RetrievalServiceStub(self._channel)
         return self._stub
 
@@ -57,17 +82,24 @@ class RetrievalClient:
         await self._call(self._connect().DeleteDocuments, request)
 
     async def search(self, request: rpb.SearchRequest) -> rpb.SearchResponse:
-        response: rpb.SearchResponse = await self._call(self._connect().Search, request)
+        async with self.searches.slot(request.filter.tenant_id):
+            response: rpb.SearchResponse = await self._call(self._connect().Search, request)
         return response
 
     async def _call(self, method: Any, request: Any, *, seconds: float | None = None) -> Any:
         try:
-            return await method(request, timeout=seconds or self._timeout)
+            return await method(request, timeout=seconds or self._timeout, metadata=self._metadata)
         except grpc.aio.AioRpcError as failure:
             if failure.code() in _TRANSPORT_FAILURES:
                 raise RetrievalUnavailable(
                     f"RetrievalService at {self.address} is unavailable ({failure.code().name}): search and "
                     "indexing will resume when it is back; writes are kept and indexed then.",
+                    metadata={"address": self.address, "status": failure.code().name},
+                ) from failure
+            if failure.code() in _AUTH_FAILURES:  # a configuration fault: keep jobs queued, say why
+                raise RetrievalUnavailable(
+                    f"RetrievalService at {self.address} refused MemoryService's credentials "
+                    f"({failure.code().name}): check STRATA_MEMORY_RETRIEVAL_API_KEY and the TLS settings.",
                     metadata={"address": self.address, "status": failure.code().name},
                 ) from failure
             raise

@@ -187,3 +187,14 @@ index_jobs = Table(
     Column("last_error", Text, nullable=False),
     Column("created_us", BigInteger, nullable=False),
 )
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("tenant_id", String(128), nullable=False, index=True),
+    Column("secret_sha256", String(64), nullable=False),
+    Column("display_name", Text, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+    Column("revoked_us", BigInteger, nullable=True),
+)

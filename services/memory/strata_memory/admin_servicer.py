@@ -1,0 +1,50 @@
+"""AdminService handlers (API keys). The auth interceptor lets only the admin key reach them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from strata.admin.v1 import admin_pb2 as pb
+from strata.admin.v1 import admin_pb2_grpc as pb_grpc
+from strata_memory.access import ApiKeys
+from strata_memory.conversions import timestamp
+from strata_memory.store.api_keys import ApiKeyRecord
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class AdminServicer(pb_grpc.AdminServiceServicer):
+    def __init__(self, keys: ApiKeys) -> None:
+        self._keys = keys
+
+    async def CreateApiKey(
+        self, request: pb.CreateApiKeyRequest, context: Context
+    ) -> pb.CreateApiKeyResponse:
+        created = await self._keys.create(request.tenant_id, request.display_name)
+        return pb.CreateApiKeyResponse(api_key=api_key_to_proto(created.record), secret=created.token)
+
+    async def ListApiKeys(self, request: pb.ListApiKeysRequest, context: Context) -> pb.ListApiKeysResponse:
+        records, token = await self._keys.list(
+            request.tenant_id,
+            show_revoked=request.show_revoked,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        return pb.ListApiKeysResponse(api_keys=[api_key_to_proto(r) for r in records], next_page_token=token)
+
+    async def RevokeApiKey(self, request: pb.RevokeApiKeyRequest, context: Context) -> pb.ApiKey:
+        return api_key_to_proto(await self._keys.revoke(request.key_id))
+
+
+def api_key_to_proto(record: ApiKeyRecord) -> pb.ApiKey:
+    key = pb.ApiKey(
+        key_id=record.key_id,
+        tenant_id=record.tenant_id,
+        display_name=record.display_name,
+        create_time=timestamp(record.created_us),
+    )
+    if record.revoked_us is not None:
+        key.revoke_time.CopyFrom(timestamp(record.revoked_us))
+    return key

@@ -1,0 +1,125 @@
+"""``strata memfs clone|status|pull|push|sync``: an agent's memory as a git folder of Markdown files.
+
+``clone AGENT DIR`` creates the folder; the other commands run in it (or take ``--dir``) and talk
+to the server and tenant recorded at clone time (``--target``/``--tenant`` may only repeat them).
+``pull``, ``push`` and ``sync`` exit 1 when a conflict, refusal or unreadable file remains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from strata.cli.commands import Subparsers, UsageError, command, group
+from strata.cli.output import Printer
+from strata.client import DEFAULT_TARGET, MemoryClient
+from strata.memfs import engine
+from strata.memfs.engine import MemfsError
+from strata.memfs.git import GitError
+from strata.memfs.report import Report
+from strata.memfs.state import StateError, load_state
+
+EXIT_PROBLEMS = 1
+
+
+def register(subparsers: Subparsers) -> None:
+    commands = group(subparsers, "memfs", "an agent's memory as a git-backed folder of Markdown files")
+
+    clone = command(commands, "clone", "write the agent's blocks into a new git folder", _clone)
+    clone.add_argument("agent_id", metavar="AGENT")
+    clone.add_argument("dir", metavar="DIR", type=Path)
+
+    status = command(
+        commands, "status", "local edits, server edits and conflicts since the last sync", _status
+    )
+    pull = command(commands, "pull", "write server changes into the folder and commit", _pull)
+    push = command(commands, "push", "send local edits to the server (conditional) and commit", _push)
+    sync = command(commands, "sync", "pull, then push", _sync)
+    for parser in (status, pull, push, sync):
+        parser.add_argument("--dir", type=Path, default=Path(), help="the MemFS folder (default: .)")
+    for parser in (push, sync):
+        parser.add_argument("--prune", action="store_true", help="detach blocks whose file was deleted")
+
+
+def _clone(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
+    def run() -> list[Report]:
+        return [engine.clone(client, args.agent_id, args.dir, target=args.target, tenant=args.tenant)]
+
+    return _report(out, run)
+
+
+def _status(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
+    with _folder_client(client, args) as (folder, root):
+        _report(out, lambda: [engine.status(folder, root)])
+    return 0
+
+
+def _pull(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
+    with _folder_client(client, args) as (folder, root):
+        return _report(out, lambda: [engine.pull(folder, root)])
+
+
+def _push(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
+    with _folder_client(client, args) as (folder, root):
+        return _report(out, lambda: [engine.push(folder, root, prune=args.prune)])
+
+
+def _sync(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
+    with _folder_client(client, args) as (folder, root):
+        return _report(out, lambda: _pull_then_push(folder, root, prune=args.prune))
+
+
+def _pull_then_push(client: MemoryClient, root: Path, *, prune: bool) -> list[Report]:
+    """Both reports; the pull's conflicts and pending edits are left to the push, which re-reads both."""
+    pulled = engine.pull(client, root)
+    pushed = engine.push(client, root, prune=prune)
+    if not pulled.applied:
+        return [pushed]
+    return [Report(pulled.action, pulled.agent_id, applied=pulled.applied, commit=pulled.commit), pushed]
+
+
+@contextmanager
+def _folder_client(client: MemoryClient, args: argparse.Namespace) -> Iterator[tuple[MemoryClient, Path]]:
+    """A client for the folder's recorded server and tenant, and the folder's root."""
+    from strata.cli.main import TARGET_ENV
+
+    root = args.dir.resolve()
+    try:
+        state = load_state(root)
+    except StateError as error:
+        raise UsageError(str(error)) from None
+    given_target = args.target != os.environ.get(TARGET_ENV, DEFAULT_TARGET)
+    if (given_target and args.target != state.target) or args.tenant not in (None, state.tenant):
+        raise UsageError(
+            f"{root} syncs agent {state.agent_id} with {state.target} "
+            f"(tenant {state.tenant or 'default'}); drop --target/--tenant or clone again"
+        )
+    if (args.target, args.tenant) == (state.target, state.tenant):
+        yield client, root
+        return
+    with MemoryClient(state.target, tenant=state.tenant, timeout=args.timeout) as recorded:
+        yield recorded, root
+
+
+def _report(out: Printer, run: Callable[[], list[Report]]) -> int:
+    """Run a command, print its reports; 0 if they are all clean, else 1."""
+    try:
+        reports = run()
+    except (MemfsError, StateError) as error:
+        raise UsageError(str(error)) from None
+    except GitError as error:
+        print(f"strata: memfs: {error}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    if out.as_json:
+        data = [r.as_dict() for r in reports]
+        out.line(json.dumps(data[0] if len(data) == 1 else data, indent=2, ensure_ascii=False))
+    else:
+        for report in reports:
+            for line in report.lines():
+                out.line(line)
+    return 0 if all(r.ok for r in reports) else EXIT_PROBLEMS

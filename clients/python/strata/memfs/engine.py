@@ -1,0 +1,298 @@
+"""Clone, status, pull and push: the sync plan (``plan.py``) applied to the server, folder and git.
+
+Every command reads the agent's blocks (``ListBlocks``) and the folder, classifies each label,
+and applies only its own direction: a pull writes files, a push calls the server, and each ends
+with one commit of the paths it wrote plus the state file. Pushes are conditional: an update
+carries the etag of the block just read, and is only sent when that block's synced fields still
+equal the base, so a server edit made since the last sync is never overwritten (a write that
+lands in between makes the update fail with ``ABORTED``, reported as a conflict). A failure on
+one block is reported and the others go on; the state and commit are written even when a
+connection error ends the command early.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+
+from strata.client import MemoryClient, StrataClientError
+from strata.memfs.git import Repository
+from strata.memfs.layout import (
+    BlockFile,
+    Ignored,
+    LayoutError,
+    parse_block_file,
+    path_for_label,
+    read_text,
+    scan,
+    write_text,
+)
+from strata.memfs.plan import BOOKKEEPING, PROBLEMS, PULLS, PUSHES, Change, Kind, Local, Remote, classify
+from strata.memfs.report import Outcome, Report, commit_message
+from strata.memfs.state import STATE_PATH, SyncState, load_state, save_state
+from strata.memory.v1 import resources_pb2 as pb
+
+HOOK_MODULE = "strata.memfs.hook"
+BLOCK_ERRORS = frozenset(
+    {
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.ALREADY_EXISTS,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.PERMISSION_DENIED,
+    }
+)
+"""Failures that concern one block: reported, and the command goes on with the others."""
+
+
+class MemfsError(Exception):
+    """A MemFS command cannot run (e.g. cloning into a folder that is not empty)."""
+
+
+def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenant: str | None) -> Report:
+    """Create ``root`` as a git repository holding the agent's blocks, with a first commit."""
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise MemfsError(f"{root} exists and is not an empty folder")
+    remotes, ignored = remote_blocks(client, agent_id)
+    root.mkdir(parents=True, exist_ok=True)
+    repo = Repository(root)
+    repo.init()
+    repo.install_hook(HOOK_MODULE)
+    state = SyncState(agent_id=agent_id, target=target, tenant=tenant)
+    report = Report("cloned", agent_id, ignored=ignored)
+    for label, remote in sorted(remotes.items()):
+        change = Change(label, Kind.PULL_CREATE, "attached on the server", remote=remote)
+        _write_remote(root, change.path, remote)
+        state.blocks[label] = remote.as_base()
+        report.applied.append(Outcome(change, f"version {remote.version}"))
+    save_state(root, state)
+    why = f"Cloned agent {agent_id} from {target} (tenant {tenant or 'default'})."
+    paths = [o.change.path for o in report.applied]
+    message = commit_message("clone", why, report.applied)
+    if repo.commit([*paths, STATE_PATH], message):
+        report.commit = message.splitlines()[0]
+    return report
+
+
+def status(client: MemoryClient, root: Path) -> Report:
+    """What a pull and a push would do, and what neither can (conflicts, refusals)."""
+    state = load_state(root)
+    changes, ignored = sync_plan(client, root, state, prune=False)
+    report = Report("status", state.agent_id, ignored=ignored)
+    for change in changes:
+        if change.kind in PROBLEMS:
+            report.problems.append(_problem(root, change))
+        elif change.kind in PULLS | PUSHES or change.kind is Kind.KEPT:
+            report.pending.append(change)
+    return report
+
+
+def pull(client: MemoryClient, root: Path) -> Report:
+    """Write the server's changes since the last sync into the folder; local edits are kept."""
+    why = "Server changes since the last sync, written to the folder."
+    return _run(("pull", "pulled"), client, root, direction=PULLS, apply=_apply_pull, why=why, prune=False)
+
+
+def push(client: MemoryClient, root: Path, *, prune: bool = False) -> Report:
+    """Send local edits to the server, each conditional on the block being unchanged there."""
+    why = "Local edits since the last sync, sent to the server."
+    return _run(("push", "pushed"), client, root, direction=PUSHES, apply=_apply_push, why=why, prune=prune)
+
+
+def sync_plan(
+    client: MemoryClient, root: Path, state: SyncState, *, prune: bool
+) -> tuple[list[Change], list[Ignored]]:
+    """Every label's change, and the files and server blocks that cannot take part."""
+    remotes, remote_ignored = remote_blocks(client, state.agent_id)
+    locals_, local_ignored = local_files(root)
+    labels = sorted(set(state.blocks) | set(remotes) | set(locals_))
+    changes = [
+        classify(label, state.blocks.get(label), remotes.get(label), locals_.get(label), prune=prune)
+        for label in labels
+    ]
+    return changes, local_ignored + remote_ignored
+
+
+def remote_blocks(client: MemoryClient, agent_id: str) -> tuple[dict[str, Remote], list[Ignored]]:
+    """The agent's blocks by label; those whose label cannot be a file path are reported instead."""
+    found: dict[str, Remote] = {}
+    ignored: list[Ignored] = []
+    for block in client.iter_blocks(agent_id=agent_id):
+        if path_for_label(block.label) is None:
+            ignored.append(Ignored(f"server block {block.label!r}", "its label cannot be a file path"))
+            continue
+        found[block.label] = _remote(block)
+    return found, ignored
+
+
+def local_files(root: Path) -> tuple[dict[str, Local], list[Ignored]]:
+    """The folder's block files by label, each parsed or with the reason it cannot be."""
+    paths, ignored = scan(root)
+    found: dict[str, Local] = {}
+    for label, path in paths.items():
+        relative = path.relative_to(root).as_posix()
+        try:
+            found[label] = Local(relative, parse_block_file(read_text(path)))
+        except LayoutError as error:
+            found[label] = Local(relative, error=str(error))
+    return found, ignored
+
+
+Apply = Callable[[MemoryClient, Path, SyncState, Change], Outcome]
+
+
+def _run(
+    action: tuple[str, str],
+    client: MemoryClient,
+    root: Path,
+    *,
+    direction: frozenset[Kind],
+    apply: Apply,
+    why: str,
+    prune: bool,
+) -> Report:
+    state = load_state(root)
+    changes, ignored = sync_plan(client, root, state, prune=prune)
+    report = Report(action[1], state.agent_id, ignored=ignored)
+    try:
+        for change in changes:
+            if change.kind in direction | BOOKKEEPING:
+                outcome = apply(client, root, state, change)
+                (report.problems if outcome.change.kind in PROBLEMS else report.applied).append(outcome)
+            elif change.kind in PROBLEMS:
+                report.problems.append(_problem(root, change))
+            elif change.kind is not Kind.UNCHANGED:
+                report.pending.append(change)
+    finally:
+        _commit(root, state, report, action[0], f"{why}\nAgent {state.agent_id} at {state.target}.")
+    return report
+
+
+def _commit(root: Path, state: SyncState, report: Report, action: str, why: str) -> None:
+    if not report.applied:
+        return
+    save_state(root, state)
+    paths = [o.change.path for o in report.applied if o.change.kind in PULLS | PUSHES]
+    message = commit_message(action, why, report.applied)
+    if Repository(root).commit([*paths, STATE_PATH], message):
+        report.commit = message.splitlines()[0]
+
+
+def _apply_pull(client: MemoryClient, root: Path, state: SyncState, change: Change) -> Outcome:
+    remote = change.remote
+    try:
+        if change.kind is Kind.PULL_REMOVE:
+            _remove(root, change.path)
+        elif remote is not None and change.kind in PULLS:
+            _write_remote(root, change.path, remote)
+    except OSError as error:
+        return Outcome(_as(change, Kind.INVALID, f"cannot write {change.path}: {error.strerror}"))
+    _record(state, change.label, remote)
+    return Outcome(change, f"version {remote.version}" if remote else "")
+
+
+def _apply_push(client: MemoryClient, root: Path, state: SyncState, change: Change) -> Outcome:
+    try:
+        if change.kind is Kind.PUSH_CREATE:
+            created = _create(client, state.agent_id, change)
+            _record(state, change.label, created)
+            return Outcome(change, f"block {created.block_id}, version {created.version}")
+        if change.kind is Kind.PUSH_UPDATE:
+            updated = _update(client, change)
+            _record(state, change.label, updated)
+            return Outcome(change, f"{', '.join(change.mask)}; version {updated.version}")
+        if change.kind is Kind.DETACH and change.base is not None:
+            client.detach_block(agent_id=state.agent_id, block_id=change.base.block_id)
+    except StrataClientError as error:
+        if error.code not in BLOCK_ERRORS:
+            raise
+        return _refused_by_server(root, change, error)
+    _record(state, change.label, change.remote if change.kind is Kind.RECORD else None)
+    return Outcome(change)
+
+
+def _create(client: MemoryClient, agent_id: str, change: Change) -> Remote:
+    file = _file(change)
+    block = pb.Block(label=change.label, value=file.value, description=file.description)
+    if file.limit is not None:
+        block.limit = file.limit
+    return _remote(client.create_block(block=block, agent_id=agent_id))
+
+
+def _update(client: MemoryClient, change: Change) -> Remote:
+    file, remote = _file(change), change.remote
+    if remote is None:
+        raise ValueError(f"an update of {change.label!r} needs the server's block")
+    block = pb.Block(value=file.value, description=file.description)
+    if file.limit is not None:
+        block.limit = file.limit
+    updated = client.update_block(
+        block=block, update_mask=change.mask, block_id=remote.block_id, etag=remote.etag
+    )
+    return _remote(updated)
+
+
+def _file(change: Change) -> BlockFile:
+    if change.local is None or change.local.file is None:
+        raise ValueError(f"pushing {change.label!r} needs a readable file")
+    return change.local.file
+
+
+def _refused_by_server(root: Path, change: Change, error: StrataClientError) -> Outcome:
+    """A block-level failure: a lost race is a conflict, anything else a refusal naming the reason."""
+    if error.code in {grpc.StatusCode.ABORTED, grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.NOT_FOUND}:
+        return _problem(root, _as(change, Kind.CONFLICT, f"changed on the server during this push ({error})"))
+    details = "".join(f", {key}={value}" for key, value in sorted(error.metadata.items()))
+    reason = f"refused by the server: {error.code.name} {error.reason or ''}: {error.message}{details}"
+    return Outcome(_as(change, Kind.REFUSED, reason.replace(" :", ":")))
+
+
+def _problem(root: Path, change: Change) -> Outcome:
+    if change.kind is not Kind.CONFLICT:
+        return Outcome(change, change.reason)
+    local_text = None
+    with contextlib.suppress(OSError, LayoutError):
+        local_text = read_text(root / change.path) if change.local else None
+    return Outcome(change, change.reason, local_text, change.remote.text() if change.remote else None)
+
+
+def _record(state: SyncState, label: str, remote: Remote | None) -> None:
+    if remote is None:
+        state.blocks.pop(label, None)
+    else:
+        state.blocks[label] = remote.as_base()
+
+
+def _remote(block: pb.Block) -> Remote:
+    return Remote(
+        block_id=block.id,
+        label=block.label,
+        version=block.version,
+        etag=block.etag,
+        description=block.description,
+        limit=block.limit,
+        read_only=block.read_only,
+        value=block.value,
+    )
+
+
+def _write_remote(root: Path, path: str, remote: Remote) -> None:
+    write_text(root / path, remote.text())
+
+
+def _remove(root: Path, path: str) -> None:
+    """Delete a block file and the folders it leaves empty."""
+    target = root / path
+    target.unlink(missing_ok=True)
+    for folder in target.parents:
+        if folder == root or not folder.is_relative_to(root) or any(folder.iterdir()):
+            break
+        folder.rmdir()
+
+
+def _as(change: Change, kind: Kind, reason: str) -> Change:
+    return Change(change.label, kind, reason, change.base, change.remote, change.local, change.mask)

@@ -1,0 +1,179 @@
+"""The folder layout: which files are blocks, and how a block file is read and written.
+
+A block is one Markdown file; its label is the path below the folder without ``.md``
+(``system/human.md`` holds ``system/human``). A file is::
+
+    ---\\n
+    <YAML front matter: description, limit, read_only>
+    ---\\n
+    <the value, byte for byte>
+
+The body starts right after the first ``---`` line that follows the opening one and runs to the
+end of the file: nothing is stripped or added, so an empty value is a file ending in ``---\\n``
+and a value's leading and trailing newlines are the body's. Files are read and written as UTF-8
+bytes, without newline translation. Paths with a segment starting with ``.`` (``.git``,
+``.strata``, dotfiles) are never blocks; other files that are not ``*.md`` block files are
+ignored and reported.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SUFFIX = ".md"
+FENCE = "---"
+KEYS = ("description", "limit", "read_only")
+MAX_LABEL_LENGTH = 200
+"""The server's longest label; longer paths could never become blocks."""
+
+
+class LayoutError(ValueError):
+    """A block file that cannot be read: no or unclosed front matter, bad YAML, wrong keys or types."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockFile:
+    """What a block file says. ``limit`` and ``read_only`` are ``None`` when the front matter omits them."""
+
+    description: str
+    value: str
+    limit: int | None = None
+    read_only: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """A path in the folder that is not a block file, and why."""
+
+    path: str
+    reason: str
+
+
+def parse_block_file(text: str) -> BlockFile:
+    """Read a block file's text (see the module docstring); raises ``LayoutError``."""
+    if not text.startswith(FENCE + "\n"):
+        raise LayoutError("must start with a '---' line opening the YAML front matter")
+    start = len(FENCE) + 1
+    pos = start
+    while True:
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if line == FENCE:
+            header, body = text[start:pos], ("" if end < 0 else text[end + 1 :])
+            return _block_file(_front_matter(header), body)
+        if end < 0:
+            raise LayoutError("the front matter is not closed by a '---' line")
+        pos = end + 1
+
+
+def render_block_file(description: str, limit: int, read_only: bool, value: str) -> str:
+    """The canonical text of a block file; ``parse_block_file`` gives every field back exactly."""
+    header = yaml.safe_dump(
+        {"description": description, "limit": limit, "read_only": read_only},
+        sort_keys=False,
+        allow_unicode=True,
+        width=2**31,
+    )
+    return f"{FENCE}\n{header}{FENCE}\n{value}"
+
+
+def _front_matter(header: str) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(header)
+    except yaml.YAMLError as error:
+        raise LayoutError(f"the front matter is not valid YAML: {error}") from None
+    if not isinstance(loaded, dict):
+        raise LayoutError("the front matter must be a YAML mapping with a description")
+    unknown = sorted(str(key) for key in loaded if key not in KEYS)
+    if unknown:
+        raise LayoutError(f"unknown front matter keys {unknown}; allowed: {', '.join(KEYS)}")
+    return loaded
+
+
+def _block_file(fields: dict[str, Any], value: str) -> BlockFile:
+    description = fields.get("description")
+    if not isinstance(description, str):
+        raise LayoutError("the front matter needs 'description' (a string)")
+    limit = fields.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+        raise LayoutError(f"'limit' must be a positive integer, got {limit!r}")
+    read_only = fields.get("read_only")
+    if read_only is not None and not isinstance(read_only, bool):
+        raise LayoutError(f"'read_only' must be true or false, got {read_only!r}")
+    return BlockFile(description=description, value=value, limit=limit, read_only=read_only)
+
+
+def path_for_label(label: str) -> str | None:
+    """The file (relative, ``/``-separated) holding ``label``, or ``None`` if it cannot be one."""
+    segments = label.split("/")
+    if any(not s or s.startswith(".") for s in segments) or label_problem(label):
+        return None
+    return label + SUFFIX
+
+
+def label_for_path(path: str) -> str | None:
+    """The label a relative ``/``-separated path holds, or ``None`` if it is not a block file."""
+    if not path.endswith(SUFFIX):
+        return None
+    label = path.removesuffix(SUFFIX)
+    return label if path_for_label(label) == path else None
+
+
+def label_problem(label: str) -> str | None:
+    """Why the server would refuse ``label`` (its rules, checked before any call), or ``None``."""
+    if len(label) > MAX_LABEL_LENGTH:
+        return f"labels are at most {MAX_LABEL_LENGTH} characters"
+    for ch in label:
+        if ch.isspace() or unicodedata.category(ch) in {"Cc", "Cs"}:
+            return "labels may not contain whitespace or control characters"
+        if ch in "<>":
+            return "labels may not contain '<' or '>'"
+    return None
+
+
+def scan(root: Path) -> tuple[dict[str, Path], list[Ignored]]:
+    """Block files under ``root`` by label, and the other (non-hidden) files, each with a reason."""
+    found: dict[str, Path] = {}
+    ignored: list[Ignored] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            full = Path(folder) / name
+            relative = full.relative_to(root).as_posix()
+            label = label_for_path(relative)
+            if full.is_symlink():
+                ignored.append(Ignored(relative, "symbolic links are not followed"))
+            elif label is None:
+                ignored.append(Ignored(relative, _why_not_a_block(relative)))
+            else:
+                found[label] = full
+    return found, ignored
+
+
+def _why_not_a_block(path: str) -> str:
+    if not path.endswith(SUFFIX):
+        return "not a .md file"
+    problem = label_problem(path.removesuffix(SUFFIX))
+    return f"its name cannot be a block label: {problem}" if problem else "not a block file"
+
+
+def read_text(path: Path) -> str:
+    """A file's text, decoded as UTF-8 with no newline translation; raises ``LayoutError``."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise LayoutError(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8 bytes exactly, creating parent folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))

@@ -233,8 +233,10 @@ def main() -> None:
         "command": "python -m bench.quality_scifact" + (" --quick" if args.quick else ""),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+        "load_average_at_start": os.getloadavg(),
         **run(args.quick),
     }
+    report["load_average_at_end"] = os.getloadavg()  # the machine is shared: > 2 means contention
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / ("scifact_quality_quick.json" if args.quick else "scifact_quality.json")

@@ -130,3 +130,15 @@ def test_graph_is_built_once_and_reused(model_cache: Path, embedder: OnnxSentenc
     assert cached_graph(model_cache, Precision.FP32, shipped_model_dir()) == path
     assert path.stat().st_mtime_ns == stamp
     assert [p.name for p in model_cache.iterdir() if p.suffix == ".tmp"] == []
+
+
+@pytest.mark.slow
+def test_int8_precision_is_close_to_fp32_and_named_apart(
+    model_cache: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    int8 = OnnxSentenceEmbedder.load(model_cache, precision=Precision.INT8)
+    texts = ["The cat is sleeping on the sofa.", "Quarterly revenue grew by ten percent."]
+    for quantised, exact in zip(int8.embed_documents(texts), embedder.embed_documents(texts), strict=True):
+        assert _cosine(quantised, exact) > 0.98
+    assert int8.name == f"{MODEL_NAME}:int8"
+    assert int8.dimension == 384

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from strata.cli import agents, archival, blocks, memfs, messages, prompt, search
+from strata.cli import agents, archival, blocks, loadtest, memfs, messages, prompt, search
 from strata.cli.commands import UsageError
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     messages.register(groups)
     archival.register(groups)
     search.register(groups)
+    loadtest.register(groups)
     memfs.register(groups)
     return parser
 

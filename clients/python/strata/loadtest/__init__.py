@@ -1,0 +1,31 @@
+"""``strata loadtest``: a gRPC load generator for either Strata service (ghz is not installable here).
+
+Python ``grpc.aio`` clients call one unary method at a fixed concurrency or rate, for a duration or
+a request count (always bounded), after an optional warm-up, from one or several processes, and
+only against loopback addresses. The result is a ghz-like :class:`Report`::
+
+    from strata.loadtest import LoadSpec, run_load
+
+    report = run_load(LoadSpec(target="127.0.0.1:50051", method="grpc.health.v1.Health/Check",
+                               concurrency=8, duration=5.0, warmup_seconds=1.0))
+    print(report.format())
+"""
+
+from strata.loadtest.methods import LoadTestError, Method, check_loopback, resolve_method
+from strata.loadtest.processes import run_load
+from strata.loadtest.report import Report, Sample
+from strata.loadtest.spec import FactoryMaker, LoadSpec, RequestFactory, RequestSlot
+
+__all__ = [
+    "FactoryMaker",
+    "LoadSpec",
+    "LoadTestError",
+    "Method",
+    "Report",
+    "RequestFactory",
+    "RequestSlot",
+    "Sample",
+    "check_loopback",
+    "resolve_method",
+    "run_load",
+]

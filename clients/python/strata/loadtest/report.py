@@ -1,0 +1,128 @@
+"""The summary of a load test, in the spirit of ghz's: counts, rate, latency quantiles, status codes."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile of sorted values, interpolating linearly (numpy's default method)."""
+    position = (len(ordered) - 1) * q / 100.0
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+QUANTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+CDF_POINTS = 201  # latency at 0 %, 0.5 %, ..., 100 %: enough to draw a CDF without every sample
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What one process measured: per-call latencies (ns), status names, and its measured window."""
+
+    latencies_ns: Sequence[int]
+    statuses: Sequence[str]
+    started: float  # time.monotonic() when measurement began (system-wide clock on Linux)
+    finished: float
+    errors: Mapping[str, str] = field(default_factory=dict)  # status -> first message seen
+
+
+@dataclass(frozen=True)
+class Report:
+    """Latencies are in milliseconds over every measured call, whatever its status."""
+
+    method: str
+    target: str
+    count: int
+    ok: int
+    seconds: float
+    rps: float
+    latency_ms: Mapping[str, float]
+    status_codes: Mapping[str, int]
+    errors: Mapping[str, str]
+    cdf_ms: Sequence[float]
+    settings: Mapping[str, Any]
+    latencies_ms: Sequence[float] = field(default=(), repr=False)
+
+    @classmethod
+    def from_samples(
+        cls, method: str, target: str, samples: Iterable[Sample], settings: Mapping[str, Any]
+    ) -> Report:
+        parts = list(samples)
+        latencies = sorted(x / 1e6 for part in parts for x in part.latencies_ns)
+        statuses: Counter[str] = Counter(s for part in parts for s in part.statuses)
+        errors: dict[str, str] = {}
+        for part in parts:
+            for code, message in part.errors.items():
+                errors.setdefault(code, message)
+        seconds = max((p.finished for p in parts), default=0.0) - min((p.started for p in parts), default=0.0)
+        count = len(latencies)
+        summary: dict[str, float] = {}
+        cdf: list[float] = []
+        if count:
+            summary = {"min": latencies[0], "mean": sum(latencies) / count}
+            summary |= {name: percentile(latencies, q) for name, q in QUANTILES.items()}
+            summary["max"] = latencies[-1]
+            cdf = [percentile(latencies, 100.0 * i / (CDF_POINTS - 1)) for i in range(CDF_POINTS)]
+        return cls(
+            method=method,
+            target=target,
+            count=count,
+            ok=statuses.get("OK", 0),
+            seconds=seconds,
+            rps=count / seconds if seconds > 0 else 0.0,
+            latency_ms=summary,
+            status_codes=dict(sorted(statuses.items())),
+            errors=errors,
+            cdf_ms=cdf,
+            settings=dict(settings),
+            latencies_ms=latencies,
+        )
+
+    def to_dict(self, *, with_latencies: bool = False) -> dict[str, Any]:
+        data = {
+            "method": self.method,
+            "target": self.target,
+            "count": self.count,
+            "ok": self.ok,
+            "seconds": round(self.seconds, 6),
+            "rps": round(self.rps, 3),
+            "latency_ms": {k: round(v, 4) for k, v in self.latency_ms.items()},
+            "status_codes": dict(self.status_codes),
+            "errors": dict(self.errors),
+            "settings": dict(self.settings),
+            "cdf_ms": [round(x, 4) for x in self.cdf_ms],
+        }
+        if with_latencies:
+            data["latencies_ms"] = [round(x, 4) for x in self.latencies_ms]
+        return data
+
+    def write_json(self, path: Path, *, with_latencies: bool = False) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(with_latencies=with_latencies), indent=2) + "\n")
+
+    def format(self) -> str:
+        """A plain-text summary like ghz's."""
+        lines = [
+            "Summary:",
+            f"  Method:   {self.method}",
+            f"  Target:   {self.target}",
+            f"  Count:    {self.count}",
+            f"  Total:    {self.seconds:.2f} s",
+            f"  Requests/sec: {self.rps:.2f}",
+        ]
+        if self.latency_ms:
+            lines.append("Latency (ms):")
+            lines += [f"  {name:<5} {value:10.3f}" for name, value in self.latency_ms.items()]
+        lines.append("Status code distribution:")
+        lines += [f"  [{code}]  {n} responses" for code, n in self.status_codes.items()]
+        if self.errors:
+            lines.append("Error distribution (first message per status):")
+            lines += [f"  [{code}]  {message}" for code, message in self.errors.items()]
+        return "\n".join(lines)

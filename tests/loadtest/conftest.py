@@ -1,0 +1,58 @@
+"""A real MemoryService (SQLite file, no RetrievalService needed) for the load generator's tests.
+
+It runs on its own event loop in a background thread, because ``run_load`` drives its own loop
+(and, with several processes, spawned children) and blocks the caller until the test is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from strata.client import MemoryClient
+from strata_memory.config import MemorySettings
+from strata_memory.main import MemoryServer, start_memory_server
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="loadtest-server", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=60)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=30)
+        self.loop.close()
+
+
+@pytest.fixture(scope="session")
+def memory_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("loadtest")
+    settings = MemorySettings(
+        address="127.0.0.1:0",
+        database_url=f"sqlite:///{root}/memory.sqlite3",
+        retrieval_address="127.0.0.1:9",  # nothing indexes during these tests
+        log_level="WARNING",
+        log_json=False,
+    )
+    thread = LoopThread()
+    server: MemoryServer = thread.run(start_memory_server(settings))
+    yield server.address
+    thread.run(server.stop(0))
+    thread.close()
+
+
+@pytest.fixture
+def memory_client(memory_target: str) -> Iterator[MemoryClient]:
+    with MemoryClient(memory_target) as client:
+        yield client

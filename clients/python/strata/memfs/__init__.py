@@ -9,24 +9,7 @@
 ``report``  outcomes as text, JSON and commit messages
 
 The ``strata memfs`` commands (``strata/cli/memfs.py``) are the front door.
+
+Nothing is imported here, so the pre-commit hook (``python -m strata.memfs.hook``) starts without
+loading gRPC.
 """
-
-from strata.memfs.engine import MemfsError, clone, pull, push, status
-from strata.memfs.layout import BlockFile, LayoutError, parse_block_file, render_block_file
-from strata.memfs.report import Report
-from strata.memfs.state import STATE_PATH, StateError
-
-__all__ = [
-    "STATE_PATH",
-    "BlockFile",
-    "LayoutError",
-    "MemfsError",
-    "Report",
-    "StateError",
-    "clone",
-    "parse_block_file",
-    "pull",
-    "push",
-    "render_block_file",
-    "status",
-]

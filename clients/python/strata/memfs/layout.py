@@ -74,12 +74,12 @@ def parse_block_file(text: str) -> BlockFile:
 
 def render_block_file(description: str, limit: int, read_only: bool, value: str) -> str:
     """The canonical text of a block file; ``parse_block_file`` gives every field back exactly."""
-    header = yaml.safe_dump(
-        {"description": description, "limit": limit, "read_only": read_only},
-        sort_keys=False,
-        allow_unicode=True,
-        width=2**31,
-    )
+    fields = {"description": description, "limit": limit, "read_only": read_only}
+    header = yaml.safe_dump(fields, sort_keys=False, allow_unicode=True, width=2**31)
+    if yaml.safe_load(header) != fields:
+        # Characters YAML reads as line breaks (NEL, U+2028, ...) are written raw by PyYAML and then
+        # folded on reading; escaped double quotes keep every character.
+        header = yaml.safe_dump(fields, sort_keys=False, default_style='"', width=2**31)
     return f"{FENCE}\n{header}{FENCE}\n{value}"
 
 

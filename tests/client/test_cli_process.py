@@ -18,7 +18,7 @@ def test_console_script_exit_codes_and_json(memory_target: str, tenant: str) -> 
         capture_output=True,
         text=True,
         env=env,
-        timeout=30,
+        timeout=60,
         check=False,
     )
     assert created.returncode == 0, created.stderr
@@ -30,19 +30,22 @@ def test_console_script_exit_codes_and_json(memory_target: str, tenant: str) -> 
         capture_output=True,
         text=True,
         env=env,
-        timeout=30,
+        timeout=60,
         check=False,
     )
     assert (missing.returncode, missing.stdout) == (1, "")
-    assert missing.stderr.startswith("strata: NOT_FOUND: ")
-    assert "(reason: BLOCK_NOT_FOUND)" in missing.stderr
+    # Line-wise: gRPC's C core may log to the same stderr under load.
+    reports = [line for line in missing.stderr.splitlines() if line.startswith("strata: ")]
+    assert len(reports) == 1
+    assert reports[0].startswith("strata: NOT_FOUND: ")
+    assert reports[0].endswith("(reason: BLOCK_NOT_FOUND)")
 
     invalid = subprocess.run(
         [STRATA, "--tenant", tenant, "agents", "list", "--bogus"],
         capture_output=True,
         text=True,
         env=env,
-        timeout=30,
+        timeout=60,
         check=False,
     )
     assert invalid.returncode == 2

@@ -17,9 +17,9 @@ def register(subparsers: Subparsers) -> None:
     create = command(archives, "create", "create an archive, attached to --agent if given", _create)
     create.add_argument("--name", required=True)
     create.add_argument("--description", default="")
-    create.add_argument("--agent", dest="agent_id", default="")
+    create.add_argument("--agent", dest="agent_id", metavar="AGENT", default="")
     listing = command(archives, "list", "an agent's archives, or every archive of the tenant", _list)
-    listing.add_argument("--agent", dest="agent_id", default="")
+    listing.add_argument("--agent", dest="agent_id", metavar="AGENT", default="")
     command(archives, "get", "show one archive", _get).add_argument("archive_id", metavar="ARCHIVE")
     delete = command(archives, "delete", "delete an archive and its passages", _delete)
     delete.add_argument("archive_id", metavar="ARCHIVE")
@@ -28,8 +28,8 @@ def register(subparsers: Subparsers) -> None:
         ("detach", _detach, "remove an archive from an agent"),
     ):
         sharing = command(archives, name, help_text, run)
-        sharing.add_argument("--agent", dest="agent_id", required=True)
-        sharing.add_argument("--id", dest="archive_id", required=True)
+        sharing.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
+        sharing.add_argument("--id", dest="archive_id", metavar="ARCHIVE", required=True)
 
     passages = group(subparsers, "passages", "long-term facts in archives")
     add = command(
@@ -46,8 +46,10 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _add_owner(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", dest="agent_id", default="", help="the agent (its archives)")
-    parser.add_argument("--archive", dest="archive_id", default="", help="one archive")
+    parser.add_argument(
+        "--agent", dest="agent_id", metavar="AGENT", default="", help="the agent (its archives)"
+    )
+    parser.add_argument("--archive", dest="archive_id", metavar="ARCHIVE", default="", help="one archive")
 
 
 class Owner(TypedDict):

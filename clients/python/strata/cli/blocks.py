@@ -30,13 +30,17 @@ def register(subparsers: Subparsers) -> None:
     listing = command(
         commands, "list", "an agent's blocks in render order, or every block of the tenant", _list
     )
-    listing.add_argument("--agent", dest="agent_id", default="", help="only this agent's blocks")
+    listing.add_argument(
+        "--agent", dest="agent_id", metavar="AGENT", default="", help="only this agent's blocks"
+    )
 
     add_block_selector(command(commands, "get", "show a block and its value", _get))
 
     create = command(commands, "create", "create a block, attached to --agent if given", _create)
     create.add_argument("--label", required=True)
-    create.add_argument("--agent", dest="agent_id", default="", help="attach it to this agent")
+    create.add_argument(
+        "--agent", dest="agent_id", metavar="AGENT", default="", help="attach it to this agent"
+    )
     _add_fields(create)
 
     update = command(commands, "update", "change the fields given as options", _update)
@@ -55,8 +59,8 @@ def register(subparsers: Subparsers) -> None:
         ("detach", _detach, "remove a block from an agent's memory"),
     ):
         sharing = command(commands, name, help_text, run)
-        sharing.add_argument("--agent", dest="agent_id", required=True)
-        sharing.add_argument("--id", dest="block_id", required=True)
+        sharing.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
+        sharing.add_argument("--id", dest="block_id", metavar="BLOCK", required=True)
 
     add_block_selector(command(commands, "history", "the block's versions, newest first", _history))
 

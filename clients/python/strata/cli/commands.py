@@ -44,8 +44,10 @@ def group(subparsers: Subparsers, name: str, help_text: str) -> Subparsers:
 
 def add_block_selector(parser: argparse.ArgumentParser) -> None:
     """``--id BLOCK`` or ``--agent AGENT --label LABEL``."""
-    parser.add_argument("--id", dest="block_id", default="", help="the block's id")
-    parser.add_argument("--agent", dest="agent_id", default="", help="an agent holding the block")
+    parser.add_argument("--id", dest="block_id", metavar="BLOCK", default="", help="the block's id")
+    parser.add_argument(
+        "--agent", dest="agent_id", metavar="AGENT", default="", help="an agent holding the block"
+    )
     parser.add_argument("--label", default="", help="the block's label in that agent's memory")
 
 

@@ -33,21 +33,39 @@ def register(subparsers: Subparsers) -> None:
     commands = group(subparsers, "messages", "recall memory: an agent's conversation messages")
 
     append = command(commands, "append", "append one message", _append)
-    append.add_argument("--agent", dest="agent_id", required=True)
-    append.add_argument("--conversation", dest="conversation_id", default="", help="default: 'default'")
+    append.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
+    append.add_argument(
+        "--conversation",
+        dest="conversation_id",
+        metavar="CONVERSATION",
+        default="",
+        help="default: 'default'",
+    )
     append.add_argument("--role", choices=sorted(MESSAGE_ROLES), default="user")
     append.add_argument("--content", required=True)
     append.add_argument("--name", default="", help="speaker or tool name")
 
     listing = command(commands, "list", "messages oldest first, with the total count", _list)
-    listing.add_argument("--agent", dest="agent_id", required=True)
-    listing.add_argument("--conversation", dest="conversation_id", default="", help="default: every one")
+    listing.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
+    listing.add_argument(
+        "--conversation",
+        dest="conversation_id",
+        metavar="CONVERSATION",
+        default="",
+        help="default: every one",
+    )
     listing.add_argument("--role", action="append", choices=sorted(MESSAGE_ROLES), help="only these roles")
 
     bulk = command(commands, "import", "append the messages of a JSONL file in batches", _import)
     bulk.add_argument("file", metavar="FILE.jsonl")
-    bulk.add_argument("--agent", dest="agent_id", required=True)
-    bulk.add_argument("--conversation", dest="conversation_id", default="", help="for lines that name none")
+    bulk.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
+    bulk.add_argument(
+        "--conversation",
+        dest="conversation_id",
+        metavar="CONVERSATION",
+        default="",
+        help="for lines that name none",
+    )
     bulk.add_argument("--batch-size", type=int, default=100, help=f"messages per call, 1-{MAX_BATCH}")
     bulk.add_argument("--no-progress", action="store_true", help="no progress bar (none off a terminal)")
 

@@ -18,7 +18,7 @@ def register(subparsers: Subparsers) -> None:
     _add_conversation(show)
 
     render = command(prompts, "render", "core memory rendered now, in any mode", _render)
-    render.add_argument("--agent", dest="agent_id", required=True)
+    render.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
     render.add_argument("--mode", choices=sorted(RENDER_MODES), help="default: the agent's own mode")
 
     recompile = command(
@@ -31,15 +31,21 @@ def register(subparsers: Subparsers) -> None:
     command(tools, "list", "every memory tool and its description", _list_tools)
     execute = command(tools, "exec", "run a tool as an LLM would; exit 1 if it reports failure", _execute)
     execute.add_argument("name", metavar="NAME", help="tool name, e.g. core_memory_append")
-    execute.add_argument("--agent", dest="agent_id", required=True)
+    execute.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
     execute.add_argument("--args", dest="arguments", default="{}", metavar="JSON", help="arguments as JSON")
-    execute.add_argument("--conversation", dest="conversation_id", default="")
+    execute.add_argument("--conversation", dest="conversation_id", metavar="CONVERSATION", default="")
     execute.add_argument("--etag", default="", help="edit only if the target block's etag is still this")
 
 
 def _add_conversation(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", dest="agent_id", required=True)
-    parser.add_argument("--conversation", dest="conversation_id", default="", help="default: 'default'")
+    parser.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
+    parser.add_argument(
+        "--conversation",
+        dest="conversation_id",
+        metavar="CONVERSATION",
+        default="",
+        help="default: 'default'",
+    )
 
 
 def _show(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:

@@ -34,11 +34,19 @@ def register(subparsers: Subparsers) -> None:
     messages = command(searches, "messages", "the agent's messages, best first", _messages)
     _add_query(messages)
     messages.add_argument("--role", action="append", choices=sorted(MESSAGE_ROLES), help="only these roles")
-    messages.add_argument("--conversation", dest="conversation_id", default="", help="default: every one")
+    messages.add_argument(
+        "--conversation",
+        dest="conversation_id",
+        metavar="CONVERSATION",
+        default="",
+        help="default: every one",
+    )
     messages.add_argument("--limit", type=int, default=0, help="default 5, at most 100")
 
     reindex = command(subparsers, "reindex", "rebuild RetrievalService's indexes from the store", _reindex)
-    reindex.add_argument("--agent", dest="agent_id", default="", help="default: every agent of the tenant")
+    reindex.add_argument(
+        "--agent", dest="agent_id", metavar="AGENT", default="", help="default: every agent of the tenant"
+    )
     reindex.add_argument("--batch-size", type=int, default=0, help="documents per call (default 256)")
     reindex.add_argument("--all-tenants", action="store_true", help="every tenant (operators only)")
     reindex.add_argument("--no-progress", action="store_true", help="no progress bar (none off a terminal)")
@@ -46,7 +54,7 @@ def register(subparsers: Subparsers) -> None:
 
 def _add_query(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", metavar="QUERY")
-    parser.add_argument("--agent", dest="agent_id", required=True)
+    parser.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
     parser.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
 
 

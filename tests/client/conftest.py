@@ -9,6 +9,7 @@ them. Each test gets a fresh tenant, so tests never see each other's agents or b
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
@@ -123,3 +124,11 @@ def strata(memory_target: str, tenant: str, capsys: pytest.CaptureFixture[str]) 
         return code, out, err
 
     return run
+
+
+def new_agent(strata: Strata, *args: str) -> str:
+    """Create an agent named "sam" through the CLI (extra ``agents create`` options allowed); its id."""
+    code, out, _ = strata("--json", "agents", "create", "--name", "sam", *args)
+    assert code == 0
+    agent_id: str = json.loads(out)["id"]
+    return agent_id

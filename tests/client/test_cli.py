@@ -7,14 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.client.conftest import Strata
-
-
-def new_agent(strata: Strata, *args: str) -> str:
-    code, out, _ = strata("--json", "agents", "create", "--name", "sam", *args)
-    assert code == 0
-    agent_id: str = json.loads(out)["id"]
-    return agent_id
+from tests.client.conftest import Strata, new_agent
 
 
 def test_agents_commands(strata: Strata) -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.client.conftest import Strata
-from tests.client.test_cli import new_agent
+from tests.client.conftest import Strata, new_agent
 
 
 def test_archive_passages_search_and_reindex(strata: Strata) -> None:

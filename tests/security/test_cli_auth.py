@@ -1,0 +1,60 @@
+"""The ``strata`` CLI with an API key (flag or environment) and TLS flags, against a secured server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import grpc
+import pytest
+
+from strata.cli.main import main
+from tests.security.certificates import Pki
+from tests.security.conftest import Stack, create_key
+
+
+async def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
+    """Run the CLI on a worker thread (its blocking client must not stall the servers' loop)."""
+
+    def call() -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv))
+        return code, out.getvalue(), err.getvalue()
+
+    return await asyncio.to_thread(call)
+
+
+async def test_cli_uses_the_api_key_flag_or_environment(
+    stack: Stack, channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("STRATA_API_KEY", raising=False)
+    token = await create_key(channel, "acme")
+    target = ["--target", stack.memory_address, "--json"]
+    code, _, err = await run_cli([*target, "agents", "list"])
+    assert code == 1
+    assert "UNAUTHENTICATED" in err
+    assert token not in err
+    code, out, err = await run_cli([*target, "--api-key", token, "agents", "create", "--name", "cli-bot"])
+    assert code == 0, err
+    monkeypatch.setenv("STRATA_API_KEY", token)
+    code, out, _ = await run_cli([*target, "agents", "list"])
+    assert code == 0
+    assert "cli-bot" in out
+    code, _, err = await run_cli([*target, "--tenant", "globex", "agents", "list"])
+    assert code == 1
+    assert "PERMISSION_DENIED" in err
+
+
+async def test_cli_reports_unusable_tls_files_as_usage_errors(tmp_path: Path, pki: Pki) -> None:
+    code, _, err = await run_cli(["--root-cert", str(tmp_path / "missing.pem"), "agents", "list"])
+    assert code == 2
+    assert "missing.pem" in err
+    code, _, err = await run_cli(
+        ["--root-cert", str(pki.ca_cert), "--client-cert", str(pki.client_cert), "agents", "list"]
+    )
+    assert code == 2
+    assert "key" in err

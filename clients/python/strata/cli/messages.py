@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
-from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
+from tqdm import tqdm
 
 from strata.cli.commands import Subparsers, UsageError, command, group
 from strata.cli.output import MESSAGE_ROLES, Printer, choice_name

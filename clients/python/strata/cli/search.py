@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tqdm import tqdm  # type: ignore[import-untyped]  # no stubs pinned (types-tqdm)
+from tqdm import tqdm
 
 from strata.cli.commands import Subparsers, command, group
 from strata.cli.output import MESSAGE_ROLES, Printer, choice_name

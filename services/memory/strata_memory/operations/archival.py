@@ -138,9 +138,9 @@ class Archives:
                     id=new_id("passage"),
                     tenant_id=tenant_id,
                     archive_id=target,
-                    created_us=p.created_us or stamp,
+                    created_us=p.created_us or stamp + i,  # one microsecond apart: listing keeps call order
                 )
-                for p in checked
+                for i, p in enumerate(checked)
             ]
             archive_rows.insert_passages(conn, stored)
             jobs = index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [p.id for p in stored])

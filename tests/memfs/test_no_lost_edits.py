@@ -1,0 +1,106 @@
+"""Property: random edits on both sides, interleaved with pulls, pushes and syncs, never lose an edit.
+
+Every edit writes a value no other edit writes. An edit is *live* until a later edit on the same
+side replaces it (whoever made that edit saw the value it replaced). The property: after every
+step, each live value is still in the folder or on the server. And after a final sync, a label's
+two sides differ only when both hold live edits, i.e. a true conflict; a one-sided edit was
+carried over (so a sync that does nothing fails too).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from strata.memfs.layout import parse_block_file
+from tests.memfs.conftest import Memfs, block
+
+LABELS = ("system/persona", "notes/ünï")
+texts = st.text(st.sampled_from(["a", "é", "🧠", "\n", " ", "-"]), max_size=6)
+steps = st.one_of(
+    st.tuples(st.just("server"), st.sampled_from(LABELS), texts),
+    st.tuples(st.just("local"), st.sampled_from(LABELS), texts),
+    st.tuples(st.just("take-server"), st.sampled_from(LABELS), st.just("")),
+    st.tuples(st.sampled_from(["pull", "push", "sync"]), st.just(""), st.just("")),
+)
+
+
+@dataclass
+class World:
+    memfs: Memfs
+    agent_id: str
+    root: Path
+    live: dict[str, set[str]] = field(default_factory=dict)
+    serial: itertools.count[int] = field(default_factory=itertools.count)
+
+    def file_value(self, label: str) -> str:
+        return parse_block_file((self.root / f"{label}.md").read_bytes().decode()).value
+
+    def server_value(self, label: str) -> str:
+        return self.memfs.block(self.agent_id, label).value
+
+    def write_file(self, label: str, value: str) -> None:
+        """A plain file edit: keep everything up to the closing fence, replace the body."""
+        path = self.root / f"{label}.md"
+        text = path.read_bytes().decode()
+        path.write_bytes((text[: text.index("\n---\n", 3) + 5] + value).encode())
+
+    def step(self, kind: str, label: str, text: str) -> None:
+        if kind == "server":
+            value = f"s{next(self.serial)}:{text}"
+            self.live[label].discard(self.server_value(label))
+            self.memfs.set_value(self.agent_id, label, value)
+            self.live[label].add(value)
+        elif kind == "local":
+            value = f"l{next(self.serial)}:{text}"
+            self.live[label].discard(self.file_value(label))
+            self.write_file(label, value)
+            self.live[label].add(value)
+        elif kind == "take-server":  # resolving by hand: the user copies the server's version
+            self.live[label].discard(self.file_value(label))
+            self.write_file(label, self.server_value(label))
+        else:
+            self.sync(kind)
+
+    def sync(self, command: str) -> None:
+        code, out, err = self.memfs(command, "--dir", str(self.root))
+        assert code == 0 or "conflict:" in out, f"{command}: {code}\n{out}\n{err}"
+        assert "refused" not in out
+        assert "invalid" not in out
+
+    def check_nothing_lost(self) -> None:
+        for label, values in self.live.items():
+            sides = {self.file_value(label), self.server_value(label)}
+            assert values <= sides, f"{label}: lost {values - sides}; sides hold {sides}"
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(script=st.lists(steps, min_size=1, max_size=10))
+def test_random_edits_on_both_sides_never_lose_an_edit(
+    memfs: Memfs, script: list[tuple[str, str, str]]
+) -> None:
+    agent_id = memfs.agent(*(block(label, f"{label}-0") for label in LABELS))
+    root = Path(tempfile.mkdtemp(prefix="memfs-property-")) / "memory"
+    try:
+        memfs.ok("clone", agent_id, str(root))
+        world = World(memfs, agent_id, root, live={label: {f"{label}-0"} for label in LABELS})
+        for kind, label, text in script:
+            world.step(kind, label, text)
+            world.check_nothing_lost()
+        world.sync("sync")
+        world.check_nothing_lost()
+        for label in LABELS:
+            mine, theirs = world.file_value(label), world.server_value(label)
+            assert mine == theirs or {mine, theirs} <= world.live[label], (label, mine, theirs, world.live)
+    finally:
+        shutil.rmtree(root.parent)

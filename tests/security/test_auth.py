@@ -343,3 +343,17 @@ async def test_an_admin_key_alone_guards_admin_rpcs_and_leaves_memory_open(tmp_p
             await memory_stub(channel).ListAgents(api.ListAgentsRequest())
     finally:
         await server.stop(0)
+
+
+async def test_reindexing_every_tenant_needs_the_admin_key(channel: grpc.aio.Channel) -> None:
+    stub = memory_stub(channel)
+    acme = await create_key(channel, "acme")
+    everyone = api.ReindexRequest(all_tenants=True)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        async for _ in stub.Reindex(everyone, metadata=bearer(acme)):
+            pass
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    progress = [p async for p in stub.Reindex(everyone, metadata=bearer(ADMIN_KEY))]
+    assert progress[-1].done
+    own = [p async for p in stub.Reindex(api.ReindexRequest(), metadata=bearer(acme))]
+    assert own[-1].done

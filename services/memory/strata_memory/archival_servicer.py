@@ -21,6 +21,7 @@ from strata_memory.operations.archival import Written
 from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.search import SearchWindow
 from strata_memory.store.records import ArchiveRecord
+from strata_serving.auth import require_operator
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
 
@@ -152,6 +153,8 @@ class ArchivalHandlers:
             raise InvalidArgument.field(
                 "batch_size", f"must be between 1 and {MAX_REINDEX_BATCH} (0 for the default)"
             )
+        if request.all_tenants:
+            require_operator("all_tenants")
         tenant = None if request.all_tenants else tenant_of(context)
         if request.all_tenants and request.agent_id:
             raise InvalidArgument.field("all_tenants", "cannot be combined with agent_id")

@@ -155,7 +155,11 @@ def _auth_interceptors(settings: MemorySettings, database: Database) -> list[Aut
     if not settings.auth_enabled and settings.admin_api_key is None:
         return []
     tenant_kinds = frozenset({PrincipalKind.TENANT}) if settings.auth_enabled else None
-    policy = AccessPolicy({SERVICE_NAME: tenant_kinds, ADMIN_SERVICE_NAME: frozenset({PrincipalKind.ADMIN})})
+    policy = AccessPolicy(
+        {SERVICE_NAME: tenant_kinds, ADMIN_SERVICE_NAME: frozenset({PrincipalKind.ADMIN})},
+        # Reindex with all_tenants is the operator's; the handler refuses it to tenant keys.
+        methods={f"/{SERVICE_NAME}/Reindex": tenant_kinds and tenant_kinds | {PrincipalKind.ADMIN}},
+    )
     authenticator = MemoryAuthenticator(database, _secret(settings.admin_api_key))
     return [AuthInterceptor(authenticator, policy)]
 

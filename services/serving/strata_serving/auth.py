@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -132,15 +132,26 @@ class AccessPolicy:
     """Which principal kinds may call each gRPC service; services not named are refused to all.
 
     ``None`` as the kinds of a service means it is open (no key needed), as health and reflection are.
+    ``methods`` overrides a service's entry for single methods (``/package.Service/Method``).
     """
 
     services: Mapping[str, frozenset[PrincipalKind] | None]
+    methods: Mapping[str, frozenset[PrincipalKind] | None] = field(default_factory=dict)
 
     def kinds_for(self, method: str) -> frozenset[PrincipalKind] | None:
+        if method in self.methods:
+            return self.methods[method]
         service = method.lstrip("/").split("/", 1)[0]
         if service in OPEN_SERVICES:
             return None
         return self.services.get(service, frozenset())
+
+
+def require_operator(what: str) -> None:
+    """Refuse a cross-tenant operation unless the caller is the admin (or auth is off)."""
+    principal = current_principal()
+    if principal is not None and principal.kind is not PrincipalKind.ADMIN:
+        raise PermissionDenied(f"{what} needs the admin key", reason="ADMIN_ONLY")
 
 
 def bearer_token(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:

@@ -1311,7 +1311,7 @@ class ReindexRequest(_message.Message):
     batch_size: _builtins.int
     """Documents sent to RetrievalService per call. Defaults to 256."""
     all_tenants: _builtins.bool
-    """Every tenant's documents (an operator's call; admin-only once API keys land)."""
+    """Every tenant's documents: an operator's call (with API keys on, only the admin key may make it)."""
     def __init__(
         self,
         *,

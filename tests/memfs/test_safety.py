@@ -184,3 +184,32 @@ def test_folder_keeps_its_server_and_refuses_another(memfs: Memfs, tmp_path: Pat
     code, _, err = memfs("clone", "agent-x", str(root))
     assert code == 2
     assert "exists and is not an empty folder" in err
+
+
+def test_resolve_keeps_the_folders_version_or_takes_the_servers(memfs: Memfs, tmp_path: Path) -> None:
+    agent_id, root = cloned(memfs, tmp_path, block("mine", "0"), block("theirs", "0"), block("calm", "0"))
+    set_body(root / "mine.md", "local")
+    set_body(root / "theirs.md", "local")
+    memfs.set_value(agent_id, "mine", "server")
+    memfs.set_value(agent_id, "theirs", "server")
+
+    code, out, _ = memfs("resolve", "--dir", str(root), "calm.md")
+    assert code == 1
+    assert "calm.md is not in conflict" in out
+    out = memfs.ok("resolve", "--dir", str(root), "mine.md")
+    assert "committed: memfs resolve: take the folder's mine" in out
+    out = memfs.ok("resolve", "--dir", str(root), "--theirs", str(root / "theirs.md"))
+    assert "committed: memfs resolve: take the server's theirs" in out
+    assert body(root / "theirs.md") == "server"
+    assert memfs.block(agent_id, "mine").value == "server"  # resolve itself never writes the server
+
+    # Kept versions are pushed conditionally: a server edit after resolve is a new conflict.
+    memfs.set_value(agent_id, "mine", "server again")
+    code, out, _ = memfs("push", "--dir", str(root))
+    assert code == 1
+    assert "C mine.md" in out
+    memfs.ok("resolve", "--dir", str(root), "mine")
+    memfs.ok("push", "--dir", str(root))
+    assert memfs.block(agent_id, "mine").value == "local"
+    assert memfs.ok("status", "--dir", str(root)).strip() == "up to date"
+    assert git(root, "status", "--porcelain").stdout == ""

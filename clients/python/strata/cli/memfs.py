@@ -1,4 +1,4 @@
-"""``strata memfs clone|status|pull|push|sync``: an agent's memory as a git folder of Markdown files.
+"""``strata memfs clone|status|pull|push|sync|resolve``: an agent's memory as a git folder of Markdown files.
 
 ``clone AGENT DIR`` creates the folder; the other commands run in it (or take ``--dir``) and talk
 to the server and tenant recorded at clone time (``--target``/``--tenant`` may only repeat them).
@@ -22,6 +22,7 @@ from strata.memfs import engine
 from strata.memfs.engine import MemfsError
 from strata.memfs.git import GitError
 from strata.memfs.report import Report
+from strata.memfs.resolve import resolve
 from strata.memfs.state import StateError, load_state
 
 EXIT_PROBLEMS = 1
@@ -40,7 +41,12 @@ def register(subparsers: Subparsers) -> None:
     pull = command(commands, "pull", "write server changes into the folder and commit", _pull)
     push = command(commands, "push", "send local edits to the server (conditional) and commit", _push)
     sync = command(commands, "sync", "pull, then push", _sync)
-    for parser in (status, pull, push, sync):
+    resolve = command(
+        commands, "resolve", "settle conflicts: keep the folder's version, or --theirs", _resolve
+    )
+    resolve.add_argument("paths", nargs="+", metavar="FILE", help="block files (relative to the folder)")
+    resolve.add_argument("--theirs", action="store_true", help="take the server's version instead")
+    for parser in (status, pull, push, sync, resolve):
         parser.add_argument("--dir", type=Path, default=Path(), help="the MemFS folder (default: .)")
     for parser in (push, sync):
         parser.add_argument("--prune", action="store_true", help="detach blocks whose file was deleted")
@@ -81,6 +87,23 @@ def _pull_then_push(client: MemoryClient, root: Path, *, prune: bool) -> list[Re
     if not pulled.applied:
         return [pushed]
     return [Report(pulled.action, pulled.agent_id, applied=pulled.applied, commit=pulled.commit), pushed]
+
+
+def _resolve(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
+    with _folder_client(client, args) as (folder, root):
+        paths = [_relative(root, path) for path in args.paths]
+        return _report(out, lambda: [resolve(folder, root, paths, theirs=args.theirs)])
+
+
+def _relative(root: Path, path: str) -> str:
+    """A FILE argument as a path inside the folder: absolute ones must lie in it."""
+    given = Path(path)
+    if not given.is_absolute():
+        return given.as_posix()
+    try:
+        return given.resolve().relative_to(root).as_posix()
+    except ValueError:
+        raise UsageError(f"{path} is not inside {root}") from None
 
 
 @contextmanager

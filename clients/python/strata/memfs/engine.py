@@ -66,7 +66,7 @@ def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenan
     report = Report("cloned", agent_id, ignored=ignored)
     for label, remote in sorted(remotes.items()):
         change = Change(label, Kind.PULL_CREATE, "attached on the server", remote=remote)
-        _write_remote(root, change.path, remote)
+        write_remote(root, change.path, remote)
         state.blocks[label] = remote.as_base()
         report.applied.append(Outcome(change, f"version {remote.version}"))
     save_state(root, state)
@@ -186,12 +186,12 @@ def _apply_pull(client: MemoryClient, root: Path, state: SyncState, change: Chan
     remote = change.remote
     try:
         if change.kind is Kind.PULL_REMOVE:
-            _remove(root, change.path)
+            remove_file(root, change.path)
         elif remote is not None and change.kind in PULLS:
-            _write_remote(root, change.path, remote)
+            write_remote(root, change.path, remote)
     except OSError as error:
         return Outcome(_as(change, Kind.INVALID, f"cannot write {change.path}: {error.strerror}"))
-    _record(state, change.label, remote)
+    record(state, change.label, remote)
     return Outcome(change, f"version {remote.version}" if remote else "")
 
 
@@ -199,11 +199,11 @@ def _apply_push(client: MemoryClient, root: Path, state: SyncState, change: Chan
     try:
         if change.kind is Kind.PUSH_CREATE:
             created = _create(client, state.agent_id, change)
-            _record(state, change.label, created)
+            record(state, change.label, created)
             return Outcome(change, f"block {created.block_id}, version {created.version}")
         if change.kind is Kind.PUSH_UPDATE:
             updated = _update(client, change)
-            _record(state, change.label, updated)
+            record(state, change.label, updated)
             return Outcome(change, f"{', '.join(change.mask)}; version {updated.version}")
         if change.kind is Kind.DETACH and change.base is not None:
             client.detach_block(agent_id=state.agent_id, block_id=change.base.block_id)
@@ -211,7 +211,7 @@ def _apply_push(client: MemoryClient, root: Path, state: SyncState, change: Chan
         if error.code not in BLOCK_ERRORS:
             raise
         return _refused_by_server(root, change, error)
-    _record(state, change.label, change.remote if change.kind is Kind.RECORD else None)
+    record(state, change.label, change.remote if change.kind is Kind.RECORD else None)
     return Outcome(change)
 
 
@@ -260,7 +260,8 @@ def _problem(root: Path, change: Change) -> Outcome:
     return Outcome(change, change.reason, local_text, change.remote.text() if change.remote else None)
 
 
-def _record(state: SyncState, label: str, remote: Remote | None) -> None:
+def record(state: SyncState, label: str, remote: Remote | None) -> None:
+    """Make ``remote`` the base of ``label``; with ``None`` the label is no longer tracked."""
     if remote is None:
         state.blocks.pop(label, None)
     else:
@@ -280,11 +281,12 @@ def _remote(block: pb.Block) -> Remote:
     )
 
 
-def _write_remote(root: Path, path: str, remote: Remote) -> None:
+def write_remote(root: Path, path: str, remote: Remote) -> None:
+    """Write the server's block into its file."""
     write_text(root / path, remote.text())
 
 
-def _remove(root: Path, path: str) -> None:
+def remove_file(root: Path, path: str) -> None:
     """Delete a block file and the folders it leaves empty."""
     target = root / path
     target.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ LOCAL_PKGS  := -e clients/python -e services/serving -e services/memory -e servi
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check bench bench-quality bench-locomo clean
+        client client-check bench bench-large bench-quality bench-locomo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -70,8 +70,11 @@ client-check: install ## fail if the generated sync client differs from a fresh 
 
 check: lint typecheck proto-check client-check test ## what CI runs: lint, types, stub and client drift, tests
 
-bench: install ## latency/throughput benchmarks; figures go to bench/results and are printed
+bench: install ## latency/throughput vs the gRPC floor, search at 1k-100k docs (<20 min): bench/REPORT.md
 	$(PY) -m bench.run_all
+
+bench-large: install ## search and ingest up to 1M documents (generated vectors; long): bench/results/perf_large.json
+	$(PY) -m bench.run_all --large
 
 bench-quality: install ## SciFact retrieval quality (nDCG@10, Recall@100) per search mode
 	$(PY) -m bench.quality_scifact

@@ -1,0 +1,1 @@
+"""Latency, throughput and scaling benchmarks (``make bench``): see ``bench/run_all.py``."""

@@ -1,0 +1,152 @@
+"""``make bench``: latency, throughput and scaling of both services, side by side with the gRPC floor.
+
+    python -m bench.run_all              # the full run (< 20 minutes here): perf.json, REPORT.md, plots
+    python -m bench.run_all --quick      # a smoke run with small sizes (perf_quick.json, no REPORT.md)
+    python -m bench.run_all --large      # make bench-large: 10k, 100k and 1M documents (perf_large.json)
+    python -m bench.run_all --report-only
+
+Results go to ``bench/results/perf*.json``; ``bench/REPORT.md`` and ``bench/plots/*.png`` are
+generated from ``perf.json`` (and ``perf_large.json`` when present). Progress is printed as it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.perf import large, memory_bench, report, retrieval_bench
+from bench.perf.scenarios import Durations
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WORK = Path(".cache/bench/work")
+FULL_SIZES = [1_000, 10_000, 100_000]
+QUICK_SIZES = [500, 2_000]
+LARGE_SIZES = [10_000, 100_000, 1_000_000]
+
+
+def machine() -> str:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    memory_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    return (
+        f"{model}, {os.cpu_count()} cores, {memory_kib / 2**20:.0f} GiB, Python {platform.python_version()}"
+    )
+
+
+def _load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _commit() -> str:
+    found = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip() or "unknown"
+
+
+def _meta(command: str, started: datetime, load_before: str) -> dict[str, Any]:
+    finished = datetime.now(UTC)
+    return {
+        "command": command,
+        "started_utc": started.strftime("%Y-%m-%d %H:%M:%S"),
+        "finished_utc": finished.strftime("%Y-%m-%d %H:%M:%S"),
+        "wall_s": round((finished - started).total_seconds(), 1),
+        "machine": machine(),
+        "load_before": load_before,
+        "load_after": _load(),
+        "git_commit": _commit(),
+        "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
+    }
+
+
+def _fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def run_bench(quick: bool, budget_minutes: float) -> Path:
+    started, load_before = datetime.now(UTC), _load()
+    deadline = time.monotonic() + budget_minutes * 60
+    work = _fresh(WORK / ("quick" if quick else "full"))
+    times = Durations(latency=1.0, throughput=1.0, warmup=0.3) if quick else Durations()
+    print(f"bench: load average {load_before}; work directory {work}", flush=True)
+    results: dict[str, Any] = {"memory": memory_bench.run(_fresh(work / "memory"), times)}
+    sizes = QUICK_SIZES if quick else FULL_SIZES
+    results["retrieval"] = retrieval_bench.run(_fresh(work / "retrieval"), sizes, times, deadline=deadline)
+    command = "make bench" + (" (python -m bench.run_all --quick)" if quick else "")
+    results["meta"] = _meta(command, started, load_before) | {"durations": times.__dict__}
+    out = RESULTS / ("perf_quick.json" if quick else "perf.json")
+    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(f"bench: wrote {out} in {results['meta']['wall_s'] / 60:.1f} min", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def run_large(budget_minutes: float) -> Path:
+    started, load_before = datetime.now(UTC), _load()
+    deadline = time.monotonic() + budget_minutes * 60
+    work = _fresh(WORK / "large")
+    print(f"bench-large: load average {load_before}; generating {LARGE_SIZES[-1]:,} documents", flush=True)
+    texts, table = large.generate(LARGE_SIZES[-1], work / "precomputed")
+    found = retrieval_bench.run(
+        work, LARGE_SIZES, Durations(), deadline=deadline, texts=texts, precomputed=table
+    )
+    found["how"] = (large.__doc__ or "").strip().replace("\n", " ")
+    results = {"retrieval": found, "meta": _meta("make bench-large", started, load_before)}
+    out = RESULTS / "perf_large.json"
+    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def write_report() -> Path | None:
+    perf_file, large_file = RESULTS / "perf.json", RESULTS / "perf_large.json"
+    if not perf_file.exists():
+        print("bench: no bench/results/perf.json yet; run `make bench`", file=sys.stderr)
+        return None
+    perf = json.loads(perf_file.read_text(encoding="utf-8"))
+    large_results = json.loads(large_file.read_text(encoding="utf-8")) if large_file.exists() else None
+    out = report.write(perf, large_results)
+    print(f"bench: wrote {out}", flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__.split("\n")[0])
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--quick", action="store_true", help="small sizes, short runs; no REPORT.md")
+    kind.add_argument("--large", action="store_true", help="bench-large: up to 1M documents")
+    kind.add_argument("--report-only", action="store_true", help="regenerate REPORT.md and the plots")
+    parser.add_argument(
+        "--budget-minutes", type=float, help="stop growing the corpus past this (default 17/120)"
+    )
+    args = parser.parse_args()
+    if args.report_only:
+        write_report()
+    elif args.large:
+        run_large(args.budget_minutes or 120.0)
+        write_report()
+    else:
+        run_bench(args.quick, args.budget_minutes or 17.0)
+        if not args.quick:
+            write_report()
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,7 @@ Mixed into :class:`strata_memory.servicer.MemoryServicer`; same rules: parse, de
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -21,6 +21,7 @@ from strata_memory.operations.archival import Written
 from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.search import SearchWindow
 from strata_memory.store.records import ArchiveRecord
+from strata_serving import timestamps
 from strata_serving.auth import require_operator
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
@@ -196,7 +197,7 @@ def _moment(request: Any, field: str) -> datetime | None:
     if not request.HasField(field):
         return None
     stamp: Timestamp = getattr(request, field)
-    return stamp.ToDatetime(tzinfo=UTC)
+    return timestamps.to_datetime(stamp, field)
 
 
 def _required(value: str, field: str) -> str:

@@ -32,6 +32,7 @@ from strata_memory.store.records import (
     ToolCallRecord,
 )
 from strata_serving.errors import InvalidArgument
+from strata_serving.timestamps import to_micros
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -241,7 +242,7 @@ def message_from_proto(message: pb.Message, index: int) -> MessageRecord:
         name=message.name,
         tool_calls=tuple(ToolCallRecord(c.id, c.name, c.arguments) for c in message.tool_calls),
         tool_call_id=message.tool_call_id,
-        created_us=message.create_time.ToMicroseconds() if message.HasField("create_time") else 0,
+        created_us=to_micros(message.create_time, "create_time") if message.HasField("create_time") else 0,
     )
 
 
@@ -301,7 +302,7 @@ def passage_from_proto(passage: pb.Passage) -> PassageRecord:
         text=passage.text,
         tags=tuple(passage.tags),
         metadata=dict(passage.metadata),
-        created_us=passage.create_time.ToMicroseconds() if passage.HasField("create_time") else 0,
+        created_us=to_micros(passage.create_time, "create_time") if passage.HasField("create_time") else 0,
     )
 
 

@@ -27,6 +27,7 @@ from strata_retrieval.documents import (
     SearchResult,
     TagMatch,
 )
+from strata_serving import timestamps
 from strata_serving.errors import InvalidArgument
 
 _E = TypeVar("_E")
@@ -58,8 +59,8 @@ def _enum(table: Mapping[Any, _E], number: int, field: str) -> _E:
     return value
 
 
-def timestamp_to_datetime(timestamp: Timestamp) -> datetime:
-    return timestamp.ToDatetime(tzinfo=UTC)
+def timestamp_to_datetime(timestamp: Timestamp, field: str = "timestamp") -> datetime:
+    return timestamps.to_datetime(timestamp, field)
 
 
 def datetime_to_timestamp(moment: datetime) -> Timestamp:
@@ -70,7 +71,11 @@ def datetime_to_timestamp(moment: datetime) -> Timestamp:
 
 def document_from_pb(message: pb.Document, where: str, now: Callable[[], datetime]) -> Document:
     """A wire document as a domain document; an unset ``created_at`` becomes ``now()``."""
-    created_at = timestamp_to_datetime(message.created_at) if message.HasField("created_at") else now()
+    created_at = (
+        timestamp_to_datetime(message.created_at, f"{where}.created_at")
+        if message.HasField("created_at")
+        else now()
+    )
     return Document(
         id=message.id,
         text=message.text,
@@ -117,8 +122,12 @@ def filter_from_pb(message: pb.DocumentFilter, where: str = "filter") -> Documen
         tags=tuple(message.tags),
         tag_match=_enum(TAG_MATCH_FROM_PB, message.tag_match, f"{where}.tag_match"),
         roles=tuple(message.roles),
-        created_from=timestamp_to_datetime(time_range.start) if time_range.HasField("start") else None,
-        created_to=timestamp_to_datetime(time_range.end) if time_range.HasField("end") else None,
+        created_from=timestamp_to_datetime(time_range.start, f"{where}.created_at.start")
+        if time_range.HasField("start")
+        else None,
+        created_to=timestamp_to_datetime(time_range.end, f"{where}.created_at.end")
+        if time_range.HasField("end")
+        else None,
     )
 
 

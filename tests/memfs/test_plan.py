@@ -15,8 +15,10 @@ def remote(value: str = "v", *, etag: str = "etag-3", read_only: bool = False, l
     return Remote("block-1", "x", 3, etag, "d", limit, read_only, value)
 
 
-def local(value: str = "v", **fields: object) -> Local:
-    return Local("x.md", BlockFile(**{"description": "d", "value": value, "limit": 50, **fields}))  # type: ignore[arg-type]
+def local(
+    value: str = "v", *, description: str = "d", limit: int | None = 50, read_only: bool | None = None
+) -> Local:
+    return Local("x.md", BlockFile(description, value, limit, read_only))
 
 
 @pytest.mark.parametrize(

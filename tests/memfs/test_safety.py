@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from strata.memfs.layout import parse_block_file
+from strata.memory.v1 import resources_pb2 as pb
 from tests.memfs.conftest import Memfs, block
 
 
@@ -14,8 +15,8 @@ def git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=check)
 
 
-def cloned(memfs: Memfs, tmp_path: Path, *blocks: object) -> tuple[str, Path]:
-    agent_id = memfs.agent(*blocks)  # type: ignore[arg-type]
+def cloned(memfs: Memfs, tmp_path: Path, *blocks: pb.Block) -> tuple[str, Path]:
+    agent_id = memfs.agent(*blocks)
     root = tmp_path / "memory"
     memfs.ok("clone", agent_id, str(root))
     return agent_id, root

@@ -192,54 +192,54 @@ async def _timed(call: Any, queries: list[str]) -> dict[str, float]:
     return percentiles(samples)
 
 
-def run(quick: bool) -> dict[str, Any]:
+class Report:
+    """The JSON report, written again after every phase so an interrupted run keeps what it measured."""
+
+    def __init__(self, out: Path, header: dict[str, Any]) -> None:
+        self.out = out
+        self.data = header
+
+    def record(self, key: str, value: Any) -> None:
+        self.data[key] = value
+        self.data["load_average_now"] = os.getloadavg()  # the machine is shared: > 2 means contention
+        print(f"{key}: {json.dumps(value)}", flush=True)
+        self.out.parent.mkdir(exist_ok=True)
+        self.out.write_text(json.dumps(self.data, indent=2) + "\n")
+
+
+def run(quick: bool, report: Report) -> None:
     corpus, queries, qrels = load_scifact(quick)
-    base = RetrievalSettings()
     data_dir = Path(".data/bench/scifact-quick" if quick else ".data/bench/scifact")
     shutil.rmtree(data_dir, ignore_errors=True)
-    settings = base.model_copy(update={"data_dir": data_dir, "log_json": False})
+    settings = RetrievalSettings().model_copy(update={"data_dir": data_dir, "log_json": False})
     embedder = load_embedder(settings)
     engine = open_engine(settings, embedder)
-    report: dict[str, Any] = {
-        "corpus_documents": len(corpus),
-        "queries": len(queries),
-        "embedder": embedder.name,
-    }
-    report["ingest_abstracts"] = ingest(engine, as_documents(corpus))
-    print("ingest abstracts:", report["ingest_abstracts"], flush=True)
-    report["ingest_messages"] = ingest(engine, chat_messages(corpus, 2000))
-    print("ingest messages:", report["ingest_messages"], flush=True)
+    report.record(
+        "setup", {"corpus_documents": len(corpus), "queries": len(queries), "embedder": embedder.name}
+    )
+    report.record("ingest_abstracts", ingest(engine, as_documents(corpus)))
+    report.record("ingest_messages", ingest(engine, chat_messages(corpus, 2000)))
     quality: dict[str, dict[str, float]] = {}
     for mode in SearchMode:
         quality[str(mode)] = evaluate(engine, queries, qrels, mode, None)
-        print(f"{mode:>8}: {quality[str(mode)]}", flush=True)
-    for vector_w, fts_w in WEIGHTINGS:
+        report.record("quality", quality)
+    for vector_w, fts_w in WEIGHTINGS[1:]:  # (1.0, 1.0) is the default, measured above
         label = f"hybrid vector={vector_w} fts={fts_w}"
         quality[label] = evaluate(engine, queries, qrels, SearchMode.HYBRID, LegWeights(vector_w, fts_w))
-        print(f"{label}: {quality[label]}", flush=True)
-    report["quality"] = quality
+        report.record("quality", quality)
     engine.close()
-    report["grpc_latency"] = asyncio.run(grpc_latency(settings, list(queries.values())))
-    print("gRPC latency (sequential, top_k=10):", json.dumps(report["grpc_latency"]), flush=True)
-    return report
+    report.record("grpc_latency", asyncio.run(grpc_latency(settings, list(queries.values()))))
 
 
 def remeasure_latency(out: Path) -> None:
     """Re-time the gRPC phase against the index a previous full run left, updating its JSON."""
-    report = json.loads(out.read_text())
+    report = Report(out, json.loads(out.read_text()))
     _, queries, _ = load_scifact(quick=False)
     settings = RetrievalSettings().model_copy(
         update={"data_dir": Path(".data/bench/scifact"), "log_json": False}
     )
-    load_before = os.getloadavg()
-    report["grpc_latency"] = asyncio.run(grpc_latency(settings, list(queries.values())))
-    report["grpc_latency_remeasured"] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "load_average_before": load_before,
-        "load_average_after": os.getloadavg(),
-    }
-    print("gRPC latency (sequential, top_k=10):", json.dumps(report["grpc_latency"]), flush=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    report.record("grpc_latency_remeasured_at", datetime.now(UTC).isoformat(timespec="seconds"))
+    report.record("grpc_latency", asyncio.run(grpc_latency(settings, list(queries.values()))))
 
 
 def main() -> None:
@@ -253,20 +253,19 @@ def main() -> None:
         remeasure_latency(RESULTS / "scifact_quality.json")
         return
     started = time.perf_counter()
-    report = {
+    header = {
         "benchmark": "BEIR SciFact test split through strata_retrieval",
         "command": "python -m bench.quality_scifact" + (" --quick" if args.quick else ""),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
         "load_average_at_start": os.getloadavg(),
-        **run(args.quick),
     }
-    report["load_average_at_end"] = os.getloadavg()  # the machine is shared: > 2 means contention
-    report["total_seconds"] = round(time.perf_counter() - started, 1)
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("scifact_quality_quick.json" if args.quick else "scifact_quality.json")
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {out}")
+    report = Report(
+        RESULTS / ("scifact_quality_quick.json" if args.quick else "scifact_quality.json"), header
+    )
+    run(args.quick, report)
+    report.record("total_seconds", round(time.perf_counter() - started, 1))
+    print(f"wrote {report.out}")
 
 
 if __name__ == "__main__":

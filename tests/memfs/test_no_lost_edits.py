@@ -1,7 +1,8 @@
 """Property: random edits on both sides, interleaved with pulls, pushes and syncs, never lose an edit.
 
 Every edit writes a value no other edit writes. An edit is *live* until a later edit on the same
-side replaces it (whoever made that edit saw the value it replaced). The property: after every
+side replaces it (whoever made that edit saw the value it replaced), or the user settles a
+conflict for the other side's version with ``strata memfs resolve``. The property: after every
 step, each live value is still in the folder or on the server. And after a final sync, a label's
 two sides differ only when both hold live edits, i.e. a true conflict; a one-sided edit was
 carried over (so a sync that does nothing fails too).
@@ -26,7 +27,7 @@ texts = st.text(st.sampled_from(["a", "é", "🧠", "\n", " ", "-"]), max_size=6
 steps = st.one_of(
     st.tuples(st.just("server"), st.sampled_from(LABELS), texts),
     st.tuples(st.just("local"), st.sampled_from(LABELS), texts),
-    st.tuples(st.just("take-server"), st.sampled_from(LABELS), st.just("")),
+    st.tuples(st.sampled_from(["keep-mine", "take-theirs"]), st.sampled_from(LABELS), st.just("")),
     st.tuples(st.sampled_from(["pull", "push", "sync"]), st.just(""), st.just("")),
 )
 
@@ -62,9 +63,8 @@ class World:
             self.live[label].discard(self.file_value(label))
             self.write_file(label, value)
             self.live[label].add(value)
-        elif kind == "take-server":  # resolving by hand: the user copies the server's version
-            self.live[label].discard(self.file_value(label))
-            self.write_file(label, self.server_value(label))
+        elif kind in {"keep-mine", "take-theirs"}:
+            self.resolve(label, theirs=kind == "take-theirs")
         else:
             self.sync(kind)
 
@@ -73,6 +73,17 @@ class World:
         assert code == 0 or "conflict:" in out, f"{command}: {code}\n{out}\n{err}"
         assert "refused" not in out
         assert "invalid" not in out
+
+    def resolve(self, label: str, *, theirs: bool) -> None:
+        """Settle a conflict: the version not chosen is superseded by the user who saw both."""
+        mine, server = self.file_value(label), self.server_value(label)
+        side = ["--theirs"] if theirs else []
+        code, out, _ = self.memfs("resolve", "--dir", str(self.root), *side, f"{label}.md")
+        if code != 0:
+            assert "is not in conflict" in out
+            return
+        self.live[label].discard(mine if theirs else server)
+        assert self.file_value(label) == (server if theirs else mine)
 
     def check_nothing_lost(self) -> None:
         for label, values in self.live.items():

@@ -22,10 +22,11 @@ def test_clone_writes_one_file_per_block_with_front_matter_and_commits(memfs: Me
         block("system/persona", "I am Sam — ünïcødé 🧠\n", description="Who I am", limit=500),
         block("system/human", "", description="About the user"),
         block("reference/api/v1", "\n\nleading and trailing\n\n", description="API: notes # not a comment"),
+        block("windows", "crlf\r\nlines\r\n", description="line\u2028separator"),
     )
     root = tmp_path / "memory"
     out = memfs.ok("clone", agent_id, str(root))
-    assert "committed: memfs clone: add reference/api/v1, system/human, system/persona" in out
+    assert "committed: memfs clone: add reference/api/v1, system/human, system/persona, windows" in out
 
     assert (root / "system/persona.md").read_bytes().decode() == (
         "---\ndescription: Who I am\nlimit: 500\nread_only: false\n---\nI am Sam — ünïcødé 🧠\n"
@@ -35,17 +36,20 @@ def test_clone_writes_one_file_per_block_with_front_matter_and_commits(memfs: Me
         "---\ndescription: 'API: notes # not a comment'\nlimit: 100000\nread_only: false\n---\n"
         "\n\nleading and trailing\n\n"
     )
+    assert (root / "windows.md").read_bytes().endswith(b"---\ncrlf\r\nlines\r\n")
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "log", "--format=%s").splitlines() == [
-        "memfs clone: add reference/api/v1, system/human, system/persona"
+        "memfs clone: add reference/api/v1, system/human, system/persona, windows"
     ]
     assert f"Cloned agent {agent_id} from {memfs.target}" in git(root, "log", "--format=%b")
     state = json.loads((root / ".strata/memfs.json").read_text())
     assert state["agent_id"] == agent_id
     assert state["target"] == memfs.target
-    assert sorted(state["blocks"]) == ["reference/api/v1", "system/human", "system/persona"]
+    assert sorted(state["blocks"]) == ["reference/api/v1", "system/human", "system/persona", "windows"]
     hook = root / ".git/hooks/pre-commit"
     assert os.access(hook, os.X_OK)
+    # Every file reads back as exactly what the server holds (CRLF value, U+2028 in a description).
+    assert memfs.ok("status", "--dir", str(root)).strip() == "up to date"
 
 
 def test_edits_with_plain_file_writes_push_byte_for_byte_and_render_matches(
@@ -121,3 +125,26 @@ def test_pull_writes_server_edits_and_commits_naming_them(memfs: Memfs, tmp_path
     assert "Server changes since the last sync" in git(root, "log", "-1", "--format=%B")
     assert memfs.ok("status", "--dir", str(root)).strip() == "up to date"
     assert memfs.ok("sync", "--dir", str(root)).strip() == "up to date"
+
+
+def test_a_git_clone_of_the_folder_keeps_syncing_and_gets_the_hook(memfs: Memfs, tmp_path: Path) -> None:
+    agent_id = memfs.agent(block("notes", "n"))
+    root = tmp_path / "memory"
+    memfs.ok("clone", agent_id, str(root))
+    copy = tmp_path / "copy"
+    git(tmp_path, "clone", "--quiet", str(root), str(copy))
+    assert not (copy / ".git/hooks/pre-commit").exists()
+    (copy / "notes.md").write_bytes((copy / "notes.md").read_bytes() + "\r\nmore ✓".encode())
+    memfs.ok("push", "--dir", str(copy))
+    assert memfs.block(agent_id, "notes").value == "n\r\nmore ✓"
+    assert os.access(copy / ".git/hooks/pre-commit", os.X_OK)
+    out = memfs.ok("pull", "--dir", str(root))
+    assert "M notes.md" in out
+    assert (root / "notes.md").read_bytes() == (copy / "notes.md").read_bytes()
+
+
+def test_cloning_a_missing_agent_creates_nothing(memfs: Memfs, tmp_path: Path) -> None:
+    code, _, err = memfs("clone", "agent-missing", str(tmp_path / "memory"))
+    assert code == 1
+    assert "NOT_FOUND" in err
+    assert not (tmp_path / "memory").exists()

@@ -66,13 +66,14 @@ def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenan
     report = Report("cloned", agent_id, ignored=ignored)
     for label, remote in sorted(remotes.items()):
         change = Change(label, Kind.PULL_CREATE, "attached on the server", remote=remote)
-        write_remote(root, change.path, remote)
-        state.blocks[label] = remote.as_base()
-        report.applied.append(Outcome(change, f"version {remote.version}"))
+        outcome = _apply_pull(client, root, state, change)
+        (report.problems if outcome.change.kind in PROBLEMS else report.applied).append(outcome)
     save_state(root, state)
     why = f"Cloned agent {agent_id} from {target} (tenant {tenant or 'default'})."
     paths = [o.change.path for o in report.applied]
     message = commit_message("clone", why, report.applied)
+    if not paths:
+        message = f"memfs clone: agent {agent_id} has no blocks yet\n\n{why}"
     if repo.commit([*paths, STATE_PATH], message):
         report.commit = message.splitlines()[0]
     return report
@@ -156,6 +157,7 @@ def _run(
     prune: bool,
 ) -> Report:
     state = load_state(root)
+    Repository(root).install_hook(HOOK_MODULE)  # a `git clone` of the folder gets it on first use
     changes, ignored = sync_plan(client, root, state, prune=prune)
     report = Report(action[1], state.agent_id, ignored=ignored)
     try:

@@ -72,10 +72,15 @@ class Repository:
     def head_exists(self) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
 
-    def install_hook(self, module: str) -> Path:
-        """Install a pre-commit hook running ``python -m MODULE`` with the current interpreter."""
+    def install_hook(self, module: str) -> Path | None:
+        """Install (or refresh) the pre-commit hook running ``python -m MODULE`` with this interpreter.
+
+        A pre-commit hook that MemFS did not write is left alone (``None`` is returned).
+        """
         hooks = Path(self.run("rev-parse", "--git-path", "hooks").stdout.decode().strip())
         hook = (self.root / hooks / "pre-commit").resolve()
+        if hook.exists() and HOOK_MARKER not in hook.read_text(encoding="utf-8", errors="replace"):
+            return None
         python = shlex.quote(sys.executable)
         hook.parent.mkdir(parents=True, exist_ok=True)
         hook.write_text(

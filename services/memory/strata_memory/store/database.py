@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,10 +21,14 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
+
+from strata_serving.errors import ResourceExhausted, StrataError, Unavailable
 
 T = TypeVar("T")
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
+log = logging.getLogger("strata.store")
 
 
 class Database:
@@ -84,12 +89,45 @@ class Database:
         self, runner: Callable[[Callable[[Connection], T]], T], work: Callable[[Connection], T]
     ) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(runner, work))
+        try:
+            return await loop.run_in_executor(self._executor, functools.partial(runner, work))
+        except OperationalError as failure:
+            translated = storage_failure(failure)
+            if translated is None:
+                raise
+            log.warning("store refused a transaction: %s", translated.reason)
+            raise translated from failure
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
         self._reader.dispose()
         self._writer.dispose()
+
+
+class StoreFull(ResourceExhausted):
+    default_reason = "STORE_FULL"
+
+
+class StoreUnavailable(Unavailable):
+    default_reason = "STORE_UNAVAILABLE"
+
+
+def storage_failure(failure: OperationalError) -> StrataError | None:
+    """A clear, retryable status for a store that cannot take writes (nothing was changed), or None.
+
+    SQLite reports a full disk as SQLITE_FULL, a read-only file or folder as SQLITE_READONLY*, a
+    failing disk as SQLITE_IOERR*, and a lock held past ``busy_timeout`` as SQLITE_BUSY.
+    """
+    name = str(getattr(failure.orig, "sqlite_errorname", ""))
+    if name == "SQLITE_FULL":
+        return StoreFull("the memory store's disk is full: the write was not made; free space and retry")
+    if name.startswith(("SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_BUSY")):
+        return StoreUnavailable(
+            f"the memory store cannot take writes ({name}): the write was not made; "
+            "check that the data folder is writable and retry",
+            metadata={"sqlite_error": name},
+        )
+    return None
 
 
 def _ensure_parent_dir(url: str) -> None:

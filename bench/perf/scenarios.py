@@ -69,8 +69,8 @@ def measure(
     used = sum(cpu_seconds(pid) for pid in server_pids) - before
     result = report.to_dict()
     if server_pids and report.count:
-        # warm-up calls land in the same window, so this slightly overstates the cost per call
-        result["server_cpu_us_per_call"] = round(used / report.count * 1e6, 1)
+        calls = report.count + report.warmup_calls  # the CPU window includes the warm-up
+        result["server_cpu_us_per_call"] = round(used / calls * 1e6, 1)
     _print_line(call, concurrency, report)
     return result
 

@@ -20,7 +20,7 @@ def test_a_count_bounded_run_makes_exactly_that_many_calls(memory_target: str) -
     report = run_load(
         LoadSpec(target=memory_target, method=HEALTH, requests=200, concurrency=4, warmup_requests=20)
     )
-    assert (report.count, report.ok) == (200, 200)
+    assert (report.count, report.ok, report.warmup_calls) == (200, 200, 20)
     assert report.status_codes == {"OK": 200}
     assert report.latency_ms["min"] <= report.latency_ms["p50"] <= report.latency_ms["max"]
     assert report.rps > 0

@@ -31,6 +31,7 @@ class Sample:
     started: float  # time.monotonic() when measurement began (system-wide clock on Linux)
     finished: float
     errors: Mapping[str, str] = field(default_factory=dict)  # status -> first message seen
+    warmup_calls: int = 0
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Report:
     errors: Mapping[str, str]
     cdf_ms: Sequence[float]
     settings: Mapping[str, Any]
+    warmup_calls: int = 0
     latencies_ms: Sequence[float] = field(default=(), repr=False)
 
     @classmethod
@@ -82,6 +84,7 @@ class Report:
             errors=errors,
             cdf_ms=cdf,
             settings=dict(settings),
+            warmup_calls=sum(part.warmup_calls for part in parts),
             latencies_ms=latencies,
         )
 
@@ -97,6 +100,7 @@ class Report:
             "status_codes": dict(self.status_codes),
             "errors": dict(self.errors),
             "settings": dict(self.settings),
+            "warmup_calls": self.warmup_calls,
             "cdf_ms": [round(x, 4) for x in self.cdf_ms],
         }
         if with_latencies:

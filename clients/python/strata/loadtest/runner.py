@@ -130,9 +130,8 @@ async def run_process(spec: LoadSpec, worker_offset: int = 0, ready: StartSignal
         except TimeoutError:
             raise LoadTestError(f"cannot connect to {spec.target}") from None
         caller.bind(channel)
+        warmup = _Phase(spec.warmup_requests or None, spec.warmup_seconds or spec.max_seconds, record=False)
         if spec.warmup_requests or spec.warmup_seconds:
-            warmup_seconds = spec.warmup_seconds or spec.max_seconds
-            warmup = _Phase(spec.warmup_requests or None, warmup_seconds, record=False)
             await _run_phase(caller, spec, warmup)
         if ready is not None:
             await ready()
@@ -140,4 +139,6 @@ async def run_process(spec: LoadSpec, worker_offset: int = 0, ready: StartSignal
         started = time.monotonic()
         await _run_phase(caller, spec, measured)
         finished = time.monotonic()
-    return Sample(measured.latencies, measured.statuses, started, finished, measured.errors)
+    return Sample(
+        measured.latencies, measured.statuses, started, finished, measured.errors, warmup_calls=warmup.started
+    )

@@ -47,6 +47,7 @@ def test_both_sides_changed_is_a_conflict_showing_both_versions_and_touching_nei
         assert "conflict:\n  C system/human.md  (changed here and on the server since the last sync)" in out
         assert "-local line" in out
         assert "+server line" in out
+        assert "`strata memfs resolve system/human.md` keeps this file" in out
         assert body(root / "system/human.md") == "Bob\nlocal line\n"
         after = memfs.block(agent_id, "system/human")
         assert (after.value, after.version) == ("Bob\nserver line\n", server.version)
@@ -198,9 +199,9 @@ def test_resolve_keeps_the_folders_version_or_takes_the_servers(memfs: Memfs, tm
     assert code == 1
     assert "calm.md is not in conflict" in out
     out = memfs.ok("resolve", "--dir", str(root), "mine.md")
-    assert "committed: memfs resolve: take the folder's mine" in out
+    assert "committed: memfs resolve: keep the folder's version of mine" in out
     out = memfs.ok("resolve", "--dir", str(root), "--theirs", str(root / "theirs.md"))
-    assert "committed: memfs resolve: take the server's theirs" in out
+    assert "committed: memfs resolve: take the server's version of theirs" in out
     assert body(root / "theirs.md") == "server"
     assert memfs.block(agent_id, "mine").value == "server"  # resolve itself never writes the server
 

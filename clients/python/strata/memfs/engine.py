@@ -206,7 +206,7 @@ def _apply_push(client: MemoryClient, root: Path, state: SyncState, change: Chan
         if change.kind is Kind.PUSH_UPDATE:
             updated = _update(client, change)
             record(state, change.label, updated)
-            return Outcome(change, f"{', '.join(change.mask)}; version {updated.version}")
+            return Outcome(change, f"version {updated.version}")
         if change.kind is Kind.DETACH and change.base is not None:
             client.detach_block(agent_id=state.agent_id, block_id=change.base.block_id)
     except StrataClientError as error:

@@ -139,7 +139,10 @@ def _entry(change: Change, detail: str) -> str:
 def _both_versions(outcome: Outcome) -> list[str]:
     if outcome.change.kind is not Kind.CONFLICT:
         return []
-    return ["    " + line for line in unified(outcome.local_text, outcome.remote_text, outcome.change.path)]
+    path = outcome.change.path
+    diff = ["    " + line for line in unified(outcome.local_text, outcome.remote_text, path)]
+    hint = f"    settle it: `strata memfs resolve {path}` keeps this file, `--theirs` takes the server's"
+    return [*diff, hint]
 
 
 def _change_dict(change: Change, detail: str) -> dict[str, Any]:

@@ -42,8 +42,8 @@ def resolve(client: MemoryClient, root: Path, paths: Sequence[str], *, theirs: b
         detail = "took the server's version" if theirs else "kept the folder's version; push sends it"
         report.applied.append(Outcome(change, detail))
     if report.applied:
-        side = "server" if theirs else "folder"
-        title = f"memfs resolve: take the {side}'s " + ", ".join(o.change.label for o in report.applied)
+        choice = "take the server's version of" if theirs else "keep the folder's version of"
+        title = f"memfs resolve: {choice} " + ", ".join(o.change.label for o in report.applied)
         body = [f"- {o.change.label}: {o.change.reason}; {o.detail}" for o in report.applied]
         save_state(root, state)
         if Repository(root).commit([*written, STATE_PATH], "\n".join([title, "", *body])):

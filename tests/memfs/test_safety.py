@@ -112,6 +112,9 @@ def test_pre_commit_hook_refuses_what_push_refuses(memfs: Memfs, tmp_path: Path)
     refused = git(root, "commit", "-am", "edit policy", check=False)
     assert refused.returncode == 1
     assert "memfs pre-commit: policy.md: the block is read-only; edits to it are refused" in refused.stderr
+    only = git(root, "commit", "-m", "edit policy", "--", "policy.md", check=False)  # a temporary index
+    assert only.returncode == 1
+    assert "policy.md: the block is read-only" in only.stderr
     git(root, "checkout", "--", "policy.md")
 
     notes = root / "notes.md"
@@ -215,3 +218,27 @@ def test_resolve_keeps_the_folders_version_or_takes_the_servers(memfs: Memfs, tm
     assert memfs.block(agent_id, "mine").value == "local"
     assert memfs.ok("status", "--dir", str(root)).strip() == "up to date"
     assert git(root, "status", "--porcelain").stdout == ""
+
+
+def test_a_new_file_over_its_limit_creates_nothing(memfs: Memfs, tmp_path: Path) -> None:
+    agent_id, root = cloned(memfs, tmp_path, block("notes", "n"))
+    (root / "big.md").write_bytes(b"---\ndescription: big\nlimit: 3\n---\ntoo long")
+    code, out, _ = memfs("push", "--dir", str(root))
+    assert code == 1
+    assert "! big.md  (refused by the server: INVALID_ARGUMENT" in out
+    assert "longer than its limit of 3" in out
+    assert memfs.client.get_agent(agent_id=agent_id).block_labels == ["notes"]
+
+
+def test_server_labels_that_would_leave_the_folder_are_reported_not_written(
+    memfs: Memfs, tmp_path: Path
+) -> None:
+    agent_id = memfs.agent(block("notes", "n"), block("../escape", "x"), block(".strata/memfs", "y"))
+    root = tmp_path / "memory"
+    out = memfs.ok("clone", agent_id, str(root))
+    assert "? server block '../escape'  (its label cannot be a file path)" in out
+    assert "? server block '.strata/memfs'  (its label cannot be a file path)" in out
+    assert not (tmp_path / "escape.md").exists()
+    assert not (root / ".strata/memfs.md").exists()
+    assert sorted(p.name for p in root.iterdir()) == [".git", ".strata", "notes.md"]
+    assert memfs.ok("push", "--dir", str(root)).count("its label cannot be a file path") == 2

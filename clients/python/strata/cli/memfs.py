@@ -2,7 +2,8 @@
 
 ``clone AGENT DIR`` creates the folder; the other commands run in it (or take ``--dir``) and talk
 to the server and tenant recorded at clone time (``--target``/``--tenant`` may only repeat them).
-``pull``, ``push`` and ``sync`` exit 1 when a conflict, refusal or unreadable file remains.
+``status`` exits 0; ``pull``, ``push``, ``sync`` and ``resolve`` exit 1 when a conflict, refusal
+or unreadable file remains (the rest of their work is still done and committed).
 """
 
 from __future__ import annotations
@@ -41,12 +42,12 @@ def register(subparsers: Subparsers) -> None:
     pull = command(commands, "pull", "write server changes into the folder and commit", _pull)
     push = command(commands, "push", "send local edits to the server (conditional) and commit", _push)
     sync = command(commands, "sync", "pull, then push", _sync)
-    resolve = command(
+    settle = command(
         commands, "resolve", "settle conflicts: keep the folder's version, or --theirs", _resolve
     )
-    resolve.add_argument("paths", nargs="+", metavar="FILE", help="block files (relative to the folder)")
-    resolve.add_argument("--theirs", action="store_true", help="take the server's version instead")
-    for parser in (status, pull, push, sync, resolve):
+    settle.add_argument("paths", nargs="+", metavar="FILE", help="block files (relative to the folder)")
+    settle.add_argument("--theirs", action="store_true", help="take the server's version instead")
+    for parser in (status, pull, push, sync, settle):
         parser.add_argument("--dir", type=Path, default=Path(), help="the MemFS folder (default: .)")
     for parser in (push, sync):
         parser.add_argument("--prune", action="store_true", help="detach blocks whose file was deleted")

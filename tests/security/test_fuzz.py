@@ -9,160 +9,42 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf import message_factory, text_format
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from strata.admin.v1 import admin_pb2
-from strata.memory.v1 import memory_service_pb2 as api
-from strata.memory.v1 import memory_service_pb2_grpc
-from strata.memory.v1 import resources_pb2 as pb
-from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.config import MemorySettings
-from strata_memory.main import MemoryServer, start_memory_server
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
-from tests.client.conftest import LoopThread
 from tests.security.conftest import ADMIN_KEY, bearer
-from tests.security.fuzzing import BAD_CODES, FuzzReport, Pool, call_once, message_strategy
+from tests.security.fuzz_targets import (
+    ADMIN,
+    MEMORY,
+    RETRIEVAL,
+    TENANT,
+    Fuzzed,
+    fuzz_method,
+    fuzz_settings,
+    ordered,
+    running_targets,
+)
+from tests.security.fuzzing import BAD_CODES
 from tests.security.integrity import store_problems
 
 EXAMPLES = int(os.environ.get("STRATA_FUZZ_EXAMPLES", "6"))
-FUZZ = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-    derandomize=True,
-)
-TENANT = (("x-strata-tenant", "fuzz"),)
-MEMORY = api.DESCRIPTOR.services_by_name["MemoryService"]
-RETRIEVAL = rpb.DESCRIPTOR.services_by_name["RetrievalService"]
-ADMIN = admin_pb2.DESCRIPTOR.services_by_name["AdminService"]
-_DESTRUCTIVE = ("Delete", "Detach", "Revoke")
-
-
-def ordered(service: ServiceDescriptor) -> list[MethodDescriptor]:
-    """Every method, destructive ones last so earlier ones still find the seeded resources."""
-    return sorted(service.methods, key=lambda m: m.name.startswith(_DESTRUCTIVE))
-
-
-@dataclass
-class Fuzzed:
-    memory: str
-    retrieval: str
-    database: Path
-    pool: Pool
-    report: FuzzReport
-
-
-def seed(address: str) -> Pool:
-    """Resources the fuzzer can aim at: an agent with blocks, an archive, passages, messages, a file."""
-    with grpc.insecure_channel(address) as channel:
-        stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
-        agent = stub.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="fuzz")), metadata=TENANT)
-        block = stub.GetBlock(
-            api.GetBlockRequest(block=pb.BlockRef(agent_id=agent.id, label="human")), metadata=TENANT
-        )
-        archive = stub.CreateArchive(
-            api.CreateArchiveRequest(archive=pb.Archive(name="notes"), agent_id=agent.id), metadata=TENANT
-        )
-        passages = stub.CreatePassages(
-            api.CreatePassagesRequest(
-                archive_id=archive.id, passages=[pb.Passage(text="the fuzzer was here", tags=["a"])]
-            ),
-            metadata=TENANT,
-        )
-        stub.AppendMessages(
-            api.AppendMessagesRequest(
-                agent_id=agent.id, messages=[pb.Message(role=pb.MESSAGE_ROLE_USER, content="hello")]
-            ),
-            metadata=TENANT,
-        )
-        file = stub.AttachFile(
-            api.AttachFileRequest(
-                agent_id=agent.id,
-                file=pb.File(directory="docs", name="notes.md", content="line one\nline two"),
-            ),
-            metadata=TENANT,
-        )
-        tools = stub.ListTools(api.ListToolsRequest(), metadata=TENANT)
-    return Pool(
-        {
-            "agent_id": [agent.id],
-            "block_id": [block.id],
-            "archive_id": [archive.id],
-            "passage_id": [p.id for p in passages.passages],
-            "file_id": [file.id],
-            "conversation_id": ["default", "c1"],
-            "label": ["persona", "human"],
-            "tool_name": [tool.name for tool in tools.tools],
-            "tenant_id": ["fuzz"],
-            "document_id": ["doc-1"],
-            "etag": ["1", "2"],
-        }
-    )
+FUZZ = fuzz_settings(EXAMPLES)
 
 
 @pytest.fixture(scope="module")
 def fuzzed(
     tmp_path_factory: pytest.TempPathFactory, security_embedder: OnnxSentenceEmbedder
 ) -> Iterator[Fuzzed]:
-    root = tmp_path_factory.mktemp("fuzz")
-    loop = LoopThread()
-    retrieval_settings = RetrievalSettings(
-        address="127.0.0.1:0", data_dir=root / "retrieval", log_json=False, grace_seconds=0
-    )
-
-    async def start_retrieval() -> RetrievalApp:  # grpc.aio servers belong to the loop they are built on
-        app = RetrievalApp(retrieval_settings, embedder=security_embedder)
-        await app.start()
-        return app
-
-    retrieval = loop.run(start_retrieval())
-    database = root / "memory.sqlite3"
-    settings_ = MemorySettings(
-        address="127.0.0.1:0",
-        database_url=f"sqlite:///{database}",
-        retrieval_address=retrieval.address,
-        admin_api_key=ADMIN_KEY,
-        outbox_max_backoff_seconds=0.5,
-        log_json=False,
-    )
-    memory: MemoryServer = loop.run(start_memory_server(settings_))
-    try:
-        yield Fuzzed(memory.address, retrieval.address, database, seed(memory.address), FuzzReport())
-    finally:
-        loop.run(memory.stop(0))
-        loop.run(retrieval.stop())
-        loop.close()
-
-
-def fuzz_method(
-    address: str,
-    *,
-    service: ServiceDescriptor,
-    method: MethodDescriptor,
-    pool: Pool,
-    metadata: tuple[tuple[str, str | bytes], ...],
-    report: FuzzReport,
-) -> None:
-    with grpc.insecure_channel(address) as channel:
-
-        @FUZZ
-        @given(request=message_strategy(method.input_type, pool))
-        def one(request: object) -> None:
-            before = len(report.bad)
-            call_once(channel, service, method, request, metadata=metadata, report=report)  # type: ignore[arg-type]
-            assert len(report.bad) == before, report.bad[-1]
-
-        one()
+    with running_targets(tmp_path_factory.mktemp("fuzz"), security_embedder) as targets:
+        yield targets
 
 
 @pytest.mark.parametrize("method", ordered(MEMORY), ids=lambda m: m.name)
@@ -170,7 +52,13 @@ def test_memory_service_answers_every_request_with_a_clear_status(
     fuzzed: Fuzzed, method: MethodDescriptor
 ) -> None:
     fuzz_method(
-        fuzzed.memory, service=MEMORY, method=method, pool=fuzzed.pool, metadata=TENANT, report=fuzzed.report
+        fuzzed.memory,
+        service=MEMORY,
+        method=method,
+        pool=fuzzed.pool,
+        metadata=TENANT,
+        report=fuzzed.report,
+        examples=EXAMPLES,
     )
 
 
@@ -185,6 +73,7 @@ def test_admin_service_answers_every_request_with_a_clear_status(
         pool=fuzzed.pool,
         metadata=bearer(ADMIN_KEY),
         report=fuzzed.report,
+        examples=EXAMPLES,
     )
 
 
@@ -199,6 +88,7 @@ def test_retrieval_service_answers_every_request_with_a_clear_status(
         pool=fuzzed.pool,
         metadata=(),
         report=fuzzed.report,
+        examples=EXAMPLES,
     )
 
 
@@ -225,3 +115,38 @@ def test_random_bearer_tokens_are_unauthenticated(token: str, fuzzed: Fuzzed) ->
         with pytest.raises(grpc.RpcError) as refused:
             admin(admin_pb2.ListApiKeysRequest(), metadata=bearer(token), timeout=10)
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+REGRESSIONS = [
+    # Found by fuzzing: each was answered INTERNAL before the fix.
+    (MEMORY, "CreateAgent", "agent { timezone: '" + "x" * 1000 + "' }"),
+    (MEMORY, "CreatePassages", "passages { text: 't' create_time { seconds: -1099511627776 } }"),
+    (MEMORY, "SearchMessages", "query: 'q' end_time { nanos: -1 }"),
+    (RETRIEVAL, "UpsertDocuments", "documents { id: 'd' text: 't' created_at { nanos: -1 } }"),
+    (
+        RETRIEVAL,
+        "Search",
+        "query: 'q' filter { tenant_id: 't' created_at { start { seconds: 1099511627776 } } }",
+    ),
+]
+
+
+@pytest.mark.parametrize(("service", "name", "text"), REGRESSIONS, ids=[r[1] for r in REGRESSIONS])
+def test_requests_fuzzing_broke_are_invalid_argument(
+    fuzzed: Fuzzed, service: ServiceDescriptor, name: str, text: str
+) -> None:
+    method = service.methods_by_name[name]
+    request = message_factory.GetMessageClass(method.input_type)()
+    text_format.Parse(text.replace("'", '"'), request)
+    if "agent_id" in method.input_type.fields_by_name:
+        request.agent_id = fuzzed.pool.for_field("agent_id")[0]  # type: ignore[attr-defined]
+    address = fuzzed.memory if service is MEMORY else fuzzed.retrieval
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(
+            f"/{service.full_name}/{name}",
+            request_serializer=lambda message: message.SerializeToString(),
+            response_deserializer=message_factory.GetMessageClass(method.output_type).FromString,
+        )
+        with pytest.raises(grpc.RpcError) as refused:
+            call(request, metadata=TENANT, timeout=30)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()

@@ -35,9 +35,9 @@ def zone(timezone: str) -> ZoneInfo:
     """The ``ZoneInfo`` for an IANA name; an unknown or malformed name raises ``InvalidArgument``."""
     try:
         return ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a name too long for a path
         raise InvalidArgument.field(
-            "timezone", f"unknown IANA timezone {timezone!r}", reason="INVALID_TIMEZONE"
+            "timezone", f"unknown IANA timezone {timezone[:64]!r}", reason="INVALID_TIMEZONE"
         ) from exc
 
 

@@ -44,7 +44,7 @@ class Database:
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-db")
 
     def _engine(self, url: str, *, immediate: bool, busy_timeout_ms: int) -> Engine:
-        engine = create_engine(url)
+        engine = create_engine(url, hide_parameters=True)  # errors and logs never carry memory text
         if self.is_sqlite:
             _configure_sqlite(engine, immediate=immediate, busy_timeout_ms=busy_timeout_ms)
         return engine

@@ -3,9 +3,11 @@ detach without ``--prune``, or bypass budgets; and the pre-commit hook refusing 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
+from strata.cli.main import main
 from strata.memfs.layout import parse_block_file
 from strata.memory.v1 import resources_pb2 as pb
 from tests.memfs.conftest import Memfs, block
@@ -58,6 +60,14 @@ def test_both_sides_changed_is_a_conflict_showing_both_versions_and_touching_nei
 
     status = memfs.ok("status", "--dir", str(root))
     assert "C system/human.md" in status
+    memfs.capsys.readouterr()
+    main(
+        ["--target", memfs.target, "--tenant", memfs.tenant, "--json", "memfs", "status", "--dir", str(root)]
+    )
+    (problem,) = json.loads(memfs.capsys.readouterr().out)["problems"]
+    assert (problem["kind"], problem["path"]) == ("conflict", "system/human.md")
+    assert problem["local"].endswith("---\nBob\nlocal line\n")
+    assert problem["server"].endswith("---\nBob\nserver line\n")
     # Resolving by hand: once the file says what the server says, the sides agree again.
     set_body(root / "system/human.md", "Bob\nserver line\n")
     assert memfs.ok("sync", "--dir", str(root))

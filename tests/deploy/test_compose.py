@@ -76,7 +76,8 @@ def test_auth_is_on_with_secrets_taken_from_the_environment(compose: dict[str, A
     retrieval = compose["services"]["retrieval"]["environment"]
     assert memory["STRATA_MEMORY_AUTH_ENABLED"] == "true"
     for value in (memory["STRATA_MEMORY_ADMIN_API_KEY"], memory["STRATA_MEMORY_RETRIEVAL_API_KEY"]):
-        assert value.startswith("${STRATA_") and ":?" in value  # required from the environment, no default
+        assert value.startswith("${STRATA_")
+        assert ":?" in value  # required from the environment, no default
     assert memory["STRATA_MEMORY_RETRIEVAL_API_KEY"] == retrieval["STRATA_RETRIEVAL_API_KEY"]
 
 

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from strata.memfs.layout import parse_block_file
 from tests.memfs.conftest import Memfs, block
 
-LABELS = ("system/persona", "notes/ünï")
+LABELS = ("system/persona", "notes/ünï", "extra")
+"""``extra`` exists on neither side at first: its first edit on either side creates it."""
 texts = st.text(st.sampled_from(["a", "é", "🧠", "\n", " ", "-"]), max_size=6)
 steps = st.one_of(
     st.tuples(st.just("server"), st.sampled_from(LABELS), texts),
@@ -37,26 +38,37 @@ class World:
     memfs: Memfs
     agent_id: str
     root: Path
-    live: dict[str, set[str]] = field(default_factory=dict)
+    live: dict[str, set[str | None]] = field(default_factory=dict)
     serial: itertools.count[int] = field(default_factory=itertools.count)
 
-    def file_value(self, label: str) -> str:
-        return parse_block_file((self.root / f"{label}.md").read_bytes().decode()).value
+    def file_value(self, label: str) -> str | None:
+        path = self.root / f"{label}.md"
+        return parse_block_file(path.read_bytes().decode()).value if path.exists() else None
 
-    def server_value(self, label: str) -> str:
-        return self.memfs.block(self.agent_id, label).value
+    def server_value(self, label: str) -> str | None:
+        blocks = self.memfs.client.iter_blocks(agent_id=self.agent_id)
+        return next((b.value for b in blocks if b.label == label), None)
 
     def write_file(self, label: str, value: str) -> None:
         """A plain file edit: keep everything up to the closing fence, replace the body."""
         path = self.root / f"{label}.md"
+        if not path.exists():
+            path.write_bytes(f"---\ndescription: made here\n---\n{value}".encode())
+            return
         text = path.read_bytes().decode()
         path.write_bytes((text[: text.index("\n---\n", 3) + 5] + value).encode())
+
+    def write_server(self, label: str, value: str) -> None:
+        if self.server_value(label) is None:
+            self.memfs.client.create_block(block=block(label, value), agent_id=self.agent_id)
+        else:
+            self.memfs.set_value(self.agent_id, label, value)
 
     def step(self, kind: str, label: str, text: str) -> None:
         if kind == "server":
             value = f"s{next(self.serial)}:{text}"
             self.live[label].discard(self.server_value(label))
-            self.memfs.set_value(self.agent_id, label, value)
+            self.write_server(label, value)
             self.live[label].add(value)
         elif kind == "local":
             value = f"l{next(self.serial)}:{text}"
@@ -100,11 +112,12 @@ class World:
 def test_random_edits_on_both_sides_never_lose_an_edit(
     memfs: Memfs, script: list[tuple[str, str, str]]
 ) -> None:
-    agent_id = memfs.agent(*(block(label, f"{label}-0") for label in LABELS))
+    agent_id = memfs.agent(*(block(label, f"{label}-0") for label in LABELS[:2]))
     root = Path(tempfile.mkdtemp(prefix="memfs-property-")) / "memory"
     try:
         memfs.ok("clone", agent_id, str(root))
-        world = World(memfs, agent_id, root, live={label: {f"{label}-0"} for label in LABELS})
+        world = World(memfs, agent_id, root, live={label: {f"{label}-0"} for label in LABELS[:2]})
+        world.live["extra"] = set()
         for kind, label, text in script:
             world.step(kind, label, text)
             world.check_nothing_lost()

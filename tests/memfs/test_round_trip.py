@@ -132,7 +132,9 @@ def test_a_git_clone_of_the_folder_keeps_syncing_and_gets_the_hook(memfs: Memfs,
     root = tmp_path / "memory"
     memfs.ok("clone", agent_id, str(root))
     copy = tmp_path / "copy"
-    git(tmp_path, "clone", "--quiet", str(root), str(copy))
+    # .gitattributes turns off line-ending conversion, so even autocrlf keeps values byte for byte.
+    git(tmp_path, "-c", "core.autocrlf=true", "clone", "--quiet", str(root), str(copy))
+    assert (copy / "notes.md").read_bytes() == (root / "notes.md").read_bytes()
     assert not (copy / ".git/hooks/pre-commit").exists()
     (copy / "notes.md").write_bytes((copy / "notes.md").read_bytes() + "\r\nmore ✓".encode())
     memfs.ok("push", "--dir", str(copy))

@@ -250,5 +250,5 @@ def test_server_labels_that_would_leave_the_folder_are_reported_not_written(
     assert "? server block '.strata/memfs'  (its label cannot be a file path)" in out
     assert not (tmp_path / "escape.md").exists()
     assert not (root / ".strata/memfs.md").exists()
-    assert sorted(p.name for p in root.iterdir()) == [".git", ".strata", "notes.md"]
+    assert sorted(p.name for p in root.iterdir()) == [".git", ".gitattributes", ".strata", "notes.md"]
     assert memfs.ok("push", "--dir", str(root)).count("its label cannot be a file path") == 2

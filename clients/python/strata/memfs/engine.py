@@ -36,6 +36,8 @@ from strata.memfs.state import STATE_PATH, SyncState, load_state, save_state
 from strata.memory.v1 import resources_pb2 as pb
 
 HOOK_MODULE = "strata.memfs.hook"
+ATTRIBUTES_PATH = ".gitattributes"
+ATTRIBUTES = "# strata memfs: values are byte for byte; git must never convert line endings\n* -text\n"
 BLOCK_ERRORS = frozenset(
     {
         grpc.StatusCode.ABORTED,
@@ -62,6 +64,7 @@ def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenan
     repo = Repository(root)
     repo.init()
     repo.install_hook(HOOK_MODULE)
+    write_text(root / ATTRIBUTES_PATH, ATTRIBUTES)
     state = SyncState(agent_id=agent_id, target=target, tenant=tenant)
     report = Report("cloned", agent_id, ignored=ignored)
     for label, remote in sorted(remotes.items()):
@@ -74,7 +77,7 @@ def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenan
     message = commit_message("clone", why, report.applied)
     if not paths:
         message = f"memfs clone: agent {agent_id} has no blocks yet\n\n{why}"
-    if repo.commit([*paths, STATE_PATH], message):
+    if repo.commit([*paths, STATE_PATH, ATTRIBUTES_PATH], message):
         report.commit = message.splitlines()[0]
     return report
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from strata.cli.main import main
+from strata.memfs import engine
 from strata.memfs.layout import parse_block_file
 from strata.memory.v1 import resources_pb2 as pb
 from tests.memfs.conftest import Memfs, block
@@ -252,3 +256,26 @@ def test_server_labels_that_would_leave_the_folder_are_reported_not_written(
     assert not (root / ".strata/memfs.md").exists()
     assert sorted(p.name for p in root.iterdir()) == [".git", ".gitattributes", ".strata", "notes.md"]
     assert memfs.ok("push", "--dir", str(root)).count("its label cannot be a file path") == 2
+
+
+def test_a_file_saved_while_a_pull_runs_is_not_overwritten(
+    memfs: Memfs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent_id, root = cloned(memfs, tmp_path, block("notes", "0"))
+    memfs.set_value(agent_id, "notes", "server")
+    planned = engine.sync_plan
+
+    def plan_then_edit(*args: Any, **kwargs: Any) -> Any:  # fault injection: an editor saves now
+        found = planned(*args, **kwargs)
+        set_body(root / "notes.md", "saved meanwhile")
+        return found
+
+    monkeypatch.setattr(engine, "sync_plan", plan_then_edit)
+    code, out, _ = memfs("pull", "--dir", str(root))
+    assert code == 1
+    assert "C notes.md  (the file changed here during this pull)" in out
+    assert body(root / "notes.md") == "saved meanwhile"
+    monkeypatch.undo()
+    assert "C notes.md  (changed here and on the server since the last sync)" in memfs.ok(
+        "status", "--dir", str(root)
+    )

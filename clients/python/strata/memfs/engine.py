@@ -189,6 +189,8 @@ def _commit(root: Path, state: SyncState, report: Report, action: str, why: str)
 
 def _apply_pull(client: MemoryClient, root: Path, state: SyncState, change: Change) -> Outcome:
     remote = change.remote
+    if change.kind in PULLS and not _unchanged_since_plan(root, change):
+        return _problem(root, _as(change, Kind.CONFLICT, "the file changed here during this pull"))
     try:
         if change.kind is Kind.PULL_REMOVE:
             remove_file(root, change.path)
@@ -198,6 +200,17 @@ def _apply_pull(client: MemoryClient, root: Path, state: SyncState, change: Chan
         return Outcome(_as(change, Kind.INVALID, f"cannot write {change.path}: {error.strerror}"))
     record(state, change.label, remote)
     return Outcome(change, f"version {remote.version}" if remote else "")
+
+
+def _unchanged_since_plan(root: Path, change: Change) -> bool:
+    """Whether the file still says what the plan read (an editor may have saved in between)."""
+    path = root / change.path
+    if change.local is None:
+        return not path.exists()
+    try:
+        return Local(change.local.path, parse_block_file(read_text(path))) == change.local
+    except (OSError, LayoutError):
+        return False
 
 
 def _apply_push(client: MemoryClient, root: Path, state: SyncState, change: Change) -> Outcome:

@@ -4,8 +4,9 @@ isort:skip_file
 MemoryService: the source of truth for agents' core memory, recall messages and system prompts,
 and the executor of the self-editing memory tools.
 
-The tenant of every call comes from its credentials (metadata "x-strata-tenant" until API keys
-land; "default" when absent). Lists are paginated: page_size defaults to 50, at most 1000;
+The tenant of every call comes from its credentials: the API key's tenant when auth is on
+("authorization: Bearer <key>"; see docs/security.md), else metadata "x-strata-tenant" ("default"
+when absent). Lists are paginated: page_size defaults to 50, at most 1000;
 a negative page_size is INVALID_ARGUMENT. Conditional writes carry the etag read earlier; a stale
 one fails with ABORTED (reason ETAG_MISMATCH) and changes nothing.
 """

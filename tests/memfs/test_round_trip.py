@@ -8,6 +8,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from strata.memory.v1 import resources_pb2 as pb
 from tests.memfs.conftest import Memfs, block
 
@@ -150,3 +152,16 @@ def test_cloning_a_missing_agent_creates_nothing(memfs: Memfs, tmp_path: Path) -
     assert code == 1
     assert "NOT_FOUND" in err
     assert not (tmp_path / "memory").exists()
+
+
+def test_commits_fall_back_to_a_memfs_identity_when_git_has_none(
+    memfs: Memfs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")  # refuse to guess an identity from the host
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "user.useConfigOnly")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "true")
+    agent_id = memfs.agent(block("notes", "n"))
+    memfs.ok("clone", agent_id, str(tmp_path / "memory"))
+    assert git(tmp_path / "memory", "log", "--format=%an <%ae>") == "strata memfs <memfs@strata.invalid>\n"

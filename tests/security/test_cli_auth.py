@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from strata.cli.main import main
 from tests.security.certificates import Pki
-from tests.security.conftest import Stack, create_key
+from tests.security.conftest import ADMIN_KEY, Stack, create_key
 
 
 async def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
@@ -58,3 +59,29 @@ async def test_cli_reports_unusable_tls_files_as_usage_errors(tmp_path: Path, pk
     )
     assert code == 2
     assert "key" in err
+
+
+async def test_cli_admin_commands_mint_list_and_revoke_keys(stack: Stack) -> None:
+    target = ["--target", stack.memory_address]
+    admin = [*target, "--api-key", ADMIN_KEY]
+    code, out, err = await run_cli(
+        [*admin, "--json", "admin", "create-key", "--tenant", "acme", "--name", "ops"]
+    )
+    assert code == 0, err
+    created = json.loads(out)
+    token, key_id = created["secret"], created["apiKey"]["keyId"]
+    code, out, _ = await run_cli([*target, "--api-key", token, "agents", "list"])
+    assert code == 0
+    code, out, _ = await run_cli([*admin, "admin", "list-keys", "--tenant", "acme"])
+    assert code == 0
+    assert key_id in out
+    assert token not in out
+    code, _, err = await run_cli([*target, "--api-key", token, "admin", "list-keys"])
+    assert code == 1
+    assert "PERMISSION_DENIED" in err
+    code, out, _ = await run_cli([*admin, "admin", "revoke-key", key_id])
+    assert code == 0
+    assert f"revoked {key_id}" in out
+    code, _, err = await run_cli([*target, "--api-key", token, "agents", "list"])
+    assert code == 1
+    assert "UNAUTHENTICATED" in err

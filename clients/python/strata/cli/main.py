@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from strata.cli import agents, archival, blocks, loadtest, memfs, messages, prompt, search
+from strata.cli import admin, agents, archival, blocks, loadtest, memfs, messages, prompt, search
 from strata.cli.commands import UsageError
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.register(groups)
     loadtest.register(groups)
     memfs.register(groups)
+    admin.register(groups)
     return parser
 
 
@@ -81,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (ValueError, OSError) as error:  # half a key pair, an unreadable file
             print(f"strata: error: {error}", file=sys.stderr)
             return EXIT_USAGE
+    args.credentials = credentials  # for commands that open a client of another service
     try:
         with MemoryClient(
             args.target,

@@ -1,11 +1,13 @@
-"""Typed clients for Strata: ``AsyncMemoryClient`` / ``MemoryClient`` for MemoryService and
-``AsyncRetrievalClient`` / ``RetrievalClient`` for RetrievalService.
+"""Typed clients for Strata: ``AsyncMemoryClient`` / ``MemoryClient`` for MemoryService,
+``AsyncRetrievalClient`` / ``RetrievalClient`` for RetrievalService and ``AsyncAdminClient`` /
+``AdminClient`` for AdminService (API keys).
 
 The blocking clients are generated from the asyncio ones (``make client``), so each pair offers
 the same methods. Failed calls raise ``StrataClientError`` subclasses chosen by status code.
 """
 
 from strata.client.arguments import DEFAULT_RETRIEVAL_TARGET, DEFAULT_TARGET, DEFAULT_TIMEOUT, TENANT_KEY
+from strata.client.async_admin import AsyncAdminClient
 from strata.client.async_client import AsyncMemoryClient
 from strata.client.async_retrieval import AsyncRetrievalClient
 from strata.client.errors import (
@@ -26,6 +28,7 @@ from strata.client.errors import (
     UnimplementedError,
     UnknownError,
 )
+from strata.client.sync_admin import AdminClient
 from strata.client.sync_client import MemoryClient
 from strata.client.sync_retrieval import RetrievalClient
 
@@ -35,7 +38,9 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "TENANT_KEY",
     "AbortedError",
+    "AdminClient",
     "AlreadyExistsError",
+    "AsyncAdminClient",
     "AsyncMemoryClient",
     "AsyncRetrievalClient",
     "CancelledError",

@@ -24,9 +24,9 @@ NOISE_SIGMA = 0.04
 SEED = 20261202
 
 
-def generate(count: int, directory: Path) -> tuple[list[str], Path]:
+def generate(count: int, directory: Path, *, base_size: int = BASE) -> tuple[list[str], Path]:
     """``count`` texts and a precomputed-vector table for them under ``directory``."""
-    base = chat_documents(min(BASE, count))
+    base = chat_documents(min(base_size, count))
     model = OnnxSentenceEmbedder.load(MODEL_CACHE, threads=2)
     began = time.monotonic()
     embedded = np.concatenate([model.embed_documents(base[i : i + 256]) for i in range(0, len(base), 256)])

@@ -105,7 +105,7 @@ def search_breakdown(retrieval: dict[str, Any], path: Path) -> Path:
     labels, rows = [], []
     for size in sorted(retrieval["sizes"], key=int):
         for mode in MODES:
-            labels.append(f"{mode}\n{int(size) // 1000}k")
+            labels.append(f"{mode}\n{int(size) / 1000:g}k")
             rows.append(retrieval["sizes"][size]["engine"][mode]["stage_p50_ms"])
     figure, axes = plt.subplots(figsize=(max(7, len(labels) * 0.7), 4.2))
     bottom = [0.0] * len(rows)

@@ -9,6 +9,7 @@ from typing import Any
 from bench.perf import plots
 
 BENCH = Path(__file__).resolve().parent.parent
+FINDINGS = Path(__file__).resolve().parent / "findings.md"  # hand-written reading of the latest run
 MODES = ("vector", "fts", "hybrid")
 STAGES = ("embedding", "vector_leg", "text_leg", "fetch", "fusion")
 
@@ -182,8 +183,9 @@ def footprint(retrieval: dict[str, Any]) -> list[str]:
     per = 100_000 / int(largest)
     rss = (entry["rss_mib"] - retrieval["empty"]["rss_mib"]) * per
     empty = retrieval["empty"]["rss_mib"]
+    how = "measured at" if int(largest) == 100_000 else "extrapolated linearly from"
     return [
-        f"Per 100k documents (from {int(largest):,}): **{rss:.0f} MiB** of server memory above the empty "
+        f"Per 100k documents ({how} {int(largest):,}): **{rss:.0f} MiB** of server memory above the empty "
         f"service ({empty} MiB with the model loaded) and **{entry['disk_mib'] * per:.0f} MiB** on disk "
         f"(apparent size {entry['apparent_mib'] * per:.0f} MiB; the vector WAL preallocates).",
     ]
@@ -236,6 +238,8 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
             "",
             large["retrieval"].get("how", ""),
         ]
+    if FINDINGS.exists():
+        text += ["", FINDINGS.read_text(encoding="utf-8").strip()]
     text += ["", "## Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in made]
     text += ["", "## How it was measured", "", *METHOD]
     out.write_text("\n".join(text) + "\n", encoding="utf-8")

@@ -177,7 +177,8 @@ def run(
 
 
 def _embedder_rate(model: OnnxSentenceEmbedder, corpus_file: Path) -> dict[str, Any]:
-    texts = corpus_file.read_text(encoding="utf-8").splitlines()[-EMBEDDER_SAMPLE:]
+    texts = corpus_file.read_text(encoding="utf-8").splitlines()
+    texts = texts[-min(EMBEDDER_SAMPLE, len(texts) // 4) :]
     model.embed_documents(texts[:64])
     began = time.perf_counter()
     for first in range(0, len(texts), BATCH):

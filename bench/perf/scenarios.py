@@ -77,6 +77,8 @@ def measure(
 
 def _print_line(call: Call, concurrency: int, report: Report) -> None:
     name = call.method.rsplit("/", 1)[-1] + (f"({call.factory})" if call.factory else "")
+    if call.params and "mode" in call.params:
+        name += " " + str(call.params["mode"]).removeprefix("SEARCH_MODE_").lower()
     lat = report.latency_ms
     bad = report.count - report.ok
     print(

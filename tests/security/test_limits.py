@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from strata_serving.admission import TenantConcurrency
 from strata_serving.errors import ResourceExhausted
 from strata_serving.status import error_info_from
 from tests.memory.integration.conftest import expect_error
+from tests.memory.integration.test_durability import free_port
+from tests.security import faults
 from tests.security.conftest import MemoryStub, RetrievalStub, Stack
 
 TENANT_A = (("x-strata-tenant", "tenant-a"),)
@@ -115,3 +118,31 @@ async def test_tenant_concurrency_counts_calls_in_flight_per_tenant() -> None:
         assert unlimited.in_flight("a") == 0
     with pytest.raises(ValueError, match=">= 0"):
         TenantConcurrency(-1, what="searches")
+
+
+async def test_calls_honour_their_deadline_and_cancellation(tmp_path: Path) -> None:
+    nowhere = f"127.0.0.1:{free_port()}"  # RetrievalService down: indexing cannot finish
+    async with (
+        faults.memory_server(tmp_path / "m.sqlite3", nowhere) as server,
+        grpc.aio.insecure_channel(server.address) as channel,
+    ):
+        stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
+        agent = await stub.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="deadline")))
+        request = api.CreatePassagesRequest(
+            agent_id=agent.id, passages=[pb.Passage(text="kept")], wait_searchable=True
+        )
+        started = time.monotonic()
+        await expect_error(stub.CreatePassages(request, timeout=1.0), grpc.StatusCode.DEADLINE_EXCEEDED)
+        assert time.monotonic() - started < 3.0
+        listed = await stub.ListPassages(api.ListPassagesRequest(agent_id=agent.id))
+        assert [p.text for p in listed.passages] == ["kept"]  # stored; only the wait was cut short
+        waiting = stub.CreatePassages(
+            api.CreatePassagesRequest(
+                agent_id=agent.id, passages=[pb.Passage(text="t")], wait_searchable=True
+            )
+        )
+        await asyncio.sleep(0.3)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await stub.GetAgent(api.GetAgentRequest(agent_id=agent.id), timeout=5)  # still serving

@@ -126,7 +126,13 @@ def _folder_client(client: MemoryClient, args: argparse.Namespace) -> Iterator[t
     if (args.target, args.tenant) == (state.target, state.tenant):
         yield client, root
         return
-    with MemoryClient(state.target, tenant=state.tenant, timeout=args.timeout) as recorded:
+    with MemoryClient(
+        state.target,
+        tenant=state.tenant,
+        timeout=args.timeout,
+        api_key=getattr(args, "api_key", None),
+        credentials=getattr(args, "credentials", None),
+    ) as recorded:
         yield recorded, root
 
 

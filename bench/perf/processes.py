@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -40,7 +41,8 @@ class ServerProcess:
                 env=os.environ | {"OPENBLAS_NUM_THREADS": "1"},
             )
         assert self._process.stdout is not None
-        line = self._process.stdout.readline()  # blocks until READY or exit
+        ready, _, _ = select.select([self._process.stdout], [], [], READY_TIMEOUT_SECONDS)
+        line = self._process.stdout.readline() if ready else ""  # READY, or "" once it exited
         if not line.startswith("READY "):
             self.stop()
             raise RuntimeError(f"server {self.args[0]} did not start; see {self.log}")

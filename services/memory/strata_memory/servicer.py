@@ -132,7 +132,8 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
 
     async def DetachBlock(self, request: api.DetachBlockRequest, context: Context) -> pb.Agent:
         agent_id, block_id = _required(request.agent_id, "agent_id"), _required(request.block_id, "block_id")
-        return conv.agent_to_proto(await self._ops.blocks.detach(tenant_of(context), agent_id, block_id))
+        detached = await self._ops.blocks.detach(tenant_of(context), agent_id, block_id, request.etag)
+        return conv.agent_to_proto(detached)
 
     # Block history ------------------------------------------------------------------------------
 

@@ -232,3 +232,19 @@ async def test_delete_agent_removes_orphaned_blocks_but_keeps_shared_ones(stub: 
     await expect_error(stub.GetAgent(api.GetAgentRequest(agent_id=one.id)), NOT_FOUND)
     await expect_error(stub.GetBlock(api.GetBlockRequest(block=pb.BlockRef(block_id=human.id))), NOT_FOUND)
     assert (await stub.GetBlock(api.GetBlockRequest(block=pb.BlockRef(block_id=shared.id)))).label == "team"
+
+
+async def test_detach_with_a_stale_etag_is_aborted_and_keeps_the_block(stub: Stub) -> None:
+    agent = await new_agent(stub)
+    human = await stub.GetBlock(api.GetBlockRequest(block=ref(agent.id, "human")))
+    await update(stub, agent.id, "human", value="changed meanwhile")
+    stale = api.DetachBlockRequest(agent_id=agent.id, block_id=human.id, etag=human.etag)
+    await expect_error(stub.DetachBlock(stale), ABORTED, "ETAG_MISMATCH")
+    assert await block_value(stub, agent.id, "human") == "changed meanwhile"
+
+
+async def test_labels_with_dot_segments_are_refused(stub: Stub) -> None:
+    agent = await new_agent(stub)
+    for label in ("../escape", "a/./b", "notes/.."):
+        request = api.CreateBlockRequest(block=pb.Block(label=label), agent_id=agent.id)
+        await expect_error(stub.CreateBlock(request), INVALID, "INVALID_LABEL")

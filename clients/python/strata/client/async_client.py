@@ -113,8 +113,8 @@ class AsyncMemoryClient(AsyncArchivalMethods):
         request = api.AttachBlockRequest(agent_id=agent_id, block_id=block_id)
         return await self._call(self._stub.AttachBlock, request)
 
-    async def detach_block(self, *, agent_id: str, block_id: str) -> pb.Agent:
-        request = api.DetachBlockRequest(agent_id=agent_id, block_id=block_id)
+    async def detach_block(self, *, agent_id: str, block_id: str, etag: str = "") -> pb.Agent:
+        request = api.DetachBlockRequest(agent_id=agent_id, block_id=block_id, etag=etag)
         return await self._call(self._stub.DetachBlock, request)
 
     async def iter_blocks(self, *, agent_id: str = "", page_size: int = 0) -> AsyncIterator[pb.Block]:

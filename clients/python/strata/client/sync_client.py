@@ -102,8 +102,8 @@ class MemoryClient(ArchivalMethods):
         request = api.AttachBlockRequest(agent_id=agent_id, block_id=block_id)
         return self._call(self._stub.AttachBlock, request)
 
-    def detach_block(self, *, agent_id: str, block_id: str) -> pb.Agent:
-        request = api.DetachBlockRequest(agent_id=agent_id, block_id=block_id)
+    def detach_block(self, *, agent_id: str, block_id: str, etag: str = "") -> pb.Agent:
+        request = api.DetachBlockRequest(agent_id=agent_id, block_id=block_id, etag=etag)
         return self._call(self._stub.DetachBlock, request)
 
     def iter_blocks(self, *, agent_id: str = "", page_size: int = 0) -> Iterator[pb.Block]:

@@ -81,6 +81,8 @@ def _label_problem(label: str) -> str | None:
         return f"must not start or end with '/', got {label!r}"
     if "//" in label:
         return f"must not contain an empty path segment ('//'), got {label!r}"
+    if any(segment in (".", "..") for segment in label.split("/")):
+        return f"must not contain a '.' or '..' path segment, got {label!r}"
     return _character_problem(label)
 
 

@@ -113,12 +113,13 @@ class Blocks:
 
         return await self._db.write(work)
 
-    async def detach(self, tenant_id: str, agent_id: str, block_id: str) -> AgentRecord:
-        """Remove a block from an agent's memory; the block itself is kept."""
+    async def detach(self, tenant_id: str, agent_id: str, block_id: str, etag: str = "") -> AgentRecord:
+        """Remove a block from an agent's memory (if still at ``etag``, when given); the block is kept."""
 
         def work(conn: Connection) -> AgentRecord:
             agent = agent_rows.get_agent(conn, tenant_id, agent_id)
-            record = block_rows.get_block(conn, tenant_id, block_id)
+            record = block_rows.get_block(conn, tenant_id, block_id, for_update=True)
+            _check_etag(record, etag)
             if not block_rows.detach(conn, agent_id, block_id):
                 raise BlockNotFound(
                     record.block.label, available=agent.block_labels, scope=f"agent '{agent_id}'"

@@ -390,17 +390,21 @@ class DetachBlockRequest(_message.Message):
 
     AGENT_ID_FIELD_NUMBER: _builtins.int
     BLOCK_ID_FIELD_NUMBER: _builtins.int
+    ETAG_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     block_id: _builtins.str
+    etag: _builtins.str
+    """If set, the block is detached only if its etag still equals it."""
     def __init__(
         self,
         *,
         agent_id: _builtins.str = ...,
         block_id: _builtins.str = ...,
+        etag: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "block_id", b"block_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "block_id", b"block_id", "etag", b"etag"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -75,10 +75,17 @@ def _growth(perf: dict[str, Any], large: dict[str, Any] | None) -> str:
     if low not in points or high <= low:
         return "| sublinear latency growth 10k → 1M | too few sizes measured | not measured |"
     growth, docs = points[high] / points[low], high / low
+    runs = [perf["retrieval"]] + ([large["retrieval"]] if large else [])
+    legs = {
+        int(s): e["engine"]["hybrid"]["stage_p50_ms"]["vector_leg"]
+        for r in runs
+        for s, e in r["sizes"].items()
+    }
+    leg = f"; vector leg p50 x{legs[high] / legs[low]:.2f}" if legs.get(low) else ""
     scope = "" if high == 1_000_000 else f" (only up to {high:,}: 1M is `make bench-large`)"
     return (
-        f"| sublinear latency growth 10k → 1M | hybrid p50 x{growth:.2f} for x{docs:.0f} documents{scope} "
-        f"| {_mark(growth < docs)} |"
+        f"| sublinear latency growth 10k → 1M | hybrid p50 x{growth:.2f}{leg} "
+        f"for x{docs:.0f} documents{scope} | {_mark(growth < docs)} |"
     )
 
 

@@ -93,6 +93,11 @@ def run(work: Path, times: Durations) -> dict[str, Any]:
                 results["operations"].setdefault(name, {})[f"c{c}"] = scenario
     for name, op in results["operations"].items():
         results["ratios"][name] = _ratios(op, results["floor"])
+    print("Bare grpc.aio server (health service only)", flush=True)
+    with ServerProcess(["bare"], work / "bare.log") as bare:
+        results["bare_floor"] = {
+            f"c{c}": _scenario(bare.address, Call(HEALTH), c, times, [bare.pid]) for c in (1, 32)
+        }
     results["two_processes"] = run_two_processes(work, database, times)
     return results
 

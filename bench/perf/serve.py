@@ -1,7 +1,9 @@
-"""Run one service for a benchmark in its own process: ``python -m bench.perf.serve memory|retrieval``.
+"""One server for a benchmark in its own process: ``python -m bench.perf.serve bare|memory|retrieval``.
 
-The service is the real one (``start_memory_server`` / ``RetrievalApp``), configured from the
-command line; it prints ``READY <address>`` on stdout once it reports SERVING and stops on SIGTERM.
+``bare`` is a plain ``grpc.aio`` server with only the health service: the floor without Strata's
+interceptors. Otherwise the service is the real one (``start_memory_server`` / ``RetrievalApp``),
+configured from the command line. Each prints ``READY <address>`` on stdout once it reports
+SERVING and stops on SIGTERM.
 ``--precomputed DIR`` (retrieval) gives the embedder a table of texts and their vectors, all
 computed earlier by the same model: a text found there is not embedded again (the "embedding
 excluded" ingest path); any other text goes through the real model.
@@ -16,7 +18,10 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
+import grpc
 import numpy as np
+from grpc_health.v1 import _async as health_aio
+from grpc_health.v1 import health_pb2_grpc
 
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
@@ -83,6 +88,17 @@ async def _until_sigterm() -> None:
     await stop.wait()
 
 
+async def serve_bare(args: argparse.Namespace) -> None:
+    """A plain ``grpc.aio`` server with only the health service: no interceptors, no reflection."""
+    server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health_aio.HealthServicer(), server)
+    port = server.add_insecure_port(args.address)
+    await server.start()
+    print(f"READY {args.address.rsplit(':', 1)[0]}:{port}", flush=True)
+    await _until_sigterm()
+    await server.stop(1.0)
+
+
 async def serve_memory(args: argparse.Namespace) -> None:
     settings = MemorySettings(
         address=args.address,
@@ -124,6 +140,8 @@ def main() -> None:
     memory.add_argument("--address", default="127.0.0.1:0")
     memory.add_argument("--database-url", required=True)
     memory.add_argument("--retrieval-address", default="127.0.0.1:9")
+    bare = services.add_parser("bare")
+    bare.add_argument("--address", default="127.0.0.1:0")
     retrieval = services.add_parser("retrieval")
     retrieval.add_argument("--address", default="127.0.0.1:0")
     retrieval.add_argument("--data-dir", type=Path, required=True)
@@ -131,7 +149,8 @@ def main() -> None:
     retrieval.add_argument("--precomputed", type=Path)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(serve_memory(args) if args.service == "memory" else serve_retrieval(args))
+    serve = {"bare": serve_bare, "memory": serve_memory, "retrieval": serve_retrieval}[args.service]
+    asyncio.run(serve(args))
 
 
 if __name__ == "__main__":

@@ -212,14 +212,16 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
     plot_dir = BENCH / "plots"
     memory, retrieval = perf["memory"], perf["retrieval"]
     made = [
-        plots.search_latency_vs_size(
-            [retrieval] + ([large["retrieval"]] if large else []), plot_dir / "search_latency_vs_size.png"
-        ),
-        plots.search_cdfs(retrieval, plot_dir / "search_latency_cdf.png"),
         plots.memory_cdfs(memory, plot_dir / "memory_latency_cdf.png"),
         plots.throughput_vs_concurrency(memory, plot_dir / "memory_throughput_vs_concurrency.png"),
-        plots.search_breakdown(retrieval, plot_dir / "search_breakdown.png"),
     ]
+    if retrieval["sizes"]:
+        runs = [retrieval] + ([large["retrieval"]] if large else [])
+        made += [
+            plots.search_latency_vs_size(runs, plot_dir / "search_latency_vs_size.png"),
+            plots.search_cdfs(retrieval, plot_dir / "search_latency_cdf.png"),
+            plots.search_breakdown(retrieval, plot_dir / "search_breakdown.png"),
+        ]
     text = [
         "# Strata performance report",
         "",

@@ -247,15 +247,14 @@ def test_a_new_file_over_its_limit_creates_nothing(memfs: Memfs, tmp_path: Path)
 def test_server_labels_that_would_leave_the_folder_are_reported_not_written(
     memfs: Memfs, tmp_path: Path
 ) -> None:
-    agent_id = memfs.agent(block("notes", "n"), block("../escape", "x"), block(".strata/memfs", "y"))
+    # The server refuses '.' and '..' segments itself; a hidden segment is a valid label MemFS must skip.
+    agent_id = memfs.agent(block("notes", "n"), block(".strata/memfs", "y"))
     root = tmp_path / "memory"
     out = memfs.ok("clone", agent_id, str(root))
-    assert "? server block '../escape'  (its label cannot be a file path)" in out
     assert "? server block '.strata/memfs'  (its label cannot be a file path)" in out
-    assert not (tmp_path / "escape.md").exists()
     assert not (root / ".strata/memfs.md").exists()
     assert sorted(p.name for p in root.iterdir()) == [".git", ".gitattributes", ".strata", "notes.md"]
-    assert memfs.ok("push", "--dir", str(root)).count("its label cannot be a file path") == 2
+    assert memfs.ok("push", "--dir", str(root)).count("its label cannot be a file path") == 1
 
 
 def test_a_file_saved_while_a_pull_runs_is_not_overwritten(

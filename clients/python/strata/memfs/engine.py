@@ -224,7 +224,8 @@ def _apply_push(client: MemoryClient, root: Path, state: SyncState, change: Chan
             record(state, change.label, updated)
             return Outcome(change, f"version {updated.version}")
         if change.kind is Kind.DETACH and change.base is not None:
-            client.detach_block(agent_id=state.agent_id, block_id=change.base.block_id)
+            etag = change.remote.etag if change.remote is not None else ""  # as just read: conditional
+            client.detach_block(agent_id=state.agent_id, block_id=change.base.block_id, etag=etag)
     except StrataClientError as error:
         if error.code not in BLOCK_ERRORS:
             raise

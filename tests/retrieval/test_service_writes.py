@@ -4,11 +4,13 @@ tenant isolation, deletes, restarts, start-up refusal and full pages under selec
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc
@@ -99,3 +101,20 @@ async def test_calls_before_the_engine_is_open_are_unavailable(tmp_path: Path) -
             assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         await app.stop()
+
+
+async def test_a_long_upsert_does_not_block_other_calls(service: Service) -> None:
+    long_texts = [passage(f"bulk-{i}", " ".join(["embedding takes a while"] * 25)) for i in range(24)]
+
+    async def upsert() -> pb.UpsertDocumentsResponse:
+        request = pb.UpsertDocumentsRequest(documents=long_texts)
+        response: pb.UpsertDocumentsResponse = await service.stub.UpsertDocuments(request)
+        return response
+
+    upserting = asyncio.create_task(upsert())
+    await asyncio.sleep(0.05)  # the batch is now being embedded in the executor
+    health = health_pb2_grpc.HealthStub(service.channel)
+    reply = await health.Check(health_pb2.HealthCheckRequest(service=""))
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    assert not upserting.done()  # the loop answered while the embedder was busy
+    assert (await upserting).upserted_count == 24

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_serving.probe import main as probe_main
 from strata_serving.tls import server_tls
 from tests.memory.integration.conftest import expect_error
 from tests.security.certificates import Pki
@@ -149,3 +151,15 @@ def test_half_a_tls_configuration_is_an_error(pki: Pki) -> None:
         server_tls(None, None, pki.ca_cert)
     with pytest.raises(ValueError, match="key"):
         tls_credentials(pki.ca_cert, pki.client_cert, None)
+
+
+async def test_the_container_probe_speaks_tls_when_told_to(
+    mtls_stack: Stack, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    address = mtls_stack.memory_address
+    assert await asyncio.to_thread(probe_main, [address]) == 1  # plaintext: refused
+    monkeypatch.setenv("STRATA_PROBE_TLS_ROOT_CERT", str(pki.ca_cert))
+    assert await asyncio.to_thread(probe_main, [address]) == 1  # no client certificate under mTLS
+    monkeypatch.setenv("STRATA_PROBE_TLS_CLIENT_CERT", str(pki.client_cert))
+    monkeypatch.setenv("STRATA_PROBE_TLS_CLIENT_KEY", str(pki.client_key))
+    assert await asyncio.to_thread(probe_main, [address]) == 0

@@ -122,6 +122,7 @@ REGRESSIONS = [
     (MEMORY, "CreateAgent", "agent { timezone: '" + "x" * 1000 + "' }"),
     (MEMORY, "CreatePassages", "passages { text: 't' create_time { seconds: -1099511627776 } }"),
     (MEMORY, "SearchMessages", "query: 'q' end_time { nanos: -1 }"),
+    (MEMORY, "SearchArchival", "query: 'q' tags: ''"),  # RetrievalService's refusal passed on raw
     (RETRIEVAL, "UpsertDocuments", "documents { id: 'd' text: 't' created_at { nanos: -1 } }"),
     (
         RETRIEVAL,

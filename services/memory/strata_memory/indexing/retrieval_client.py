@@ -15,6 +15,7 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.domain.errors import RetrievalUnavailable
 from strata_serving.admission import TenantConcurrency
+from strata_serving.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, StrataError
 
 if TYPE_CHECKING:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
@@ -34,6 +35,11 @@ _TRANSPORT_FAILURES = {
     grpc.StatusCode.UNKNOWN,
 }
 _AUTH_FAILURES = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
+_CALLER_ERRORS: dict[grpc.StatusCode, type[StrataError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+}
 
 
 class RetrievalClient:
@@ -82,8 +88,19 @@ class RetrievalClient:
         await self._call(self._connect().DeleteDocuments, request)
 
     async def search(self, request: rpb.SearchRequest) -> rpb.SearchResponse:
+        """Search; a refusal of what the caller asked for (a bad tag, a query too long) keeps its
+        status, so it reaches the caller as that status rather than as an internal error."""
         async with self.searches.slot(request.filter.tenant_id):
-            response: rpb.SearchResponse = await self._call(self._connect().Search, request)
+            try:
+                response: rpb.SearchResponse = await self._call(self._connect().Search, request)
+            except grpc.aio.AioRpcError as refusal:
+                category = _CALLER_ERRORS.get(refusal.code())
+                if category is None:
+                    raise
+                raise category(
+                    f"RetrievalService refused the search: {refusal.details()}",
+                    reason=f"RETRIEVAL_{refusal.code().name}",
+                ) from refusal
         return response
 
     async def _call(self, method: Any, request: Any, *, seconds: float | None = None) -> Any:

@@ -19,6 +19,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strata.admin.v1 import admin_pb2
+from strata.memory.v1 import memory_service_pb2 as api
+from strata.memory.v1 import memory_service_pb2_grpc
+from strata.memory.v1 import resources_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.security.conftest import ADMIN_KEY, bearer
 from tests.security.fuzz_targets import (
@@ -132,6 +135,15 @@ REGRESSIONS = [
 ]
 
 
+def agent_with_a_passage(address: str) -> str:
+    with grpc.insecure_channel(address) as channel:
+        stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
+        agent = stub.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="regression")), metadata=TENANT)
+        passages = [pb.Passage(text="a passage to search")]
+        stub.CreatePassages(api.CreatePassagesRequest(agent_id=agent.id, passages=passages), metadata=TENANT)
+    return str(agent.id)
+
+
 @pytest.mark.parametrize(("service", "name", "text"), REGRESSIONS, ids=[r[1] for r in REGRESSIONS])
 def test_requests_fuzzing_broke_are_invalid_argument(
     fuzzed: Fuzzed, service: ServiceDescriptor, name: str, text: str
@@ -139,8 +151,10 @@ def test_requests_fuzzing_broke_are_invalid_argument(
     method = service.methods_by_name[name]
     request = message_factory.GetMessageClass(method.input_type)()
     text_format.Parse(text.replace("'", '"'), request)
-    if "agent_id" in method.input_type.fields_by_name:
-        request.agent_id = fuzzed.pool.for_field("agent_id")[0]  # type: ignore[attr-defined]
+    if (
+        "agent_id" in method.input_type.fields_by_name
+    ):  # a fresh agent: fuzzing may have deleted the seeded one
+        request.agent_id = agent_with_a_passage(fuzzed.memory)  # type: ignore[attr-defined]
     address = fuzzed.memory if service is MEMORY else fuzzed.retrieval
     with grpc.insecure_channel(address) as channel:
         call = channel.unary_unary(

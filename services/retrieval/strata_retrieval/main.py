@@ -136,8 +136,8 @@ def _auth_interceptors(settings: RetrievalSettings) -> list[AuthInterceptor]:
 
 async def serve(settings: RetrievalSettings) -> None:
     app = RetrievalApp(settings)
-    await app.start()
     try:
+        await app.start()  # a failure here (model files missing, index locked) still unbinds the port
         await app.server.serve_until_signal(settings.grace_seconds)
     finally:
         await app.stop()

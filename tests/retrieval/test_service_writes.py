@@ -118,3 +118,17 @@ async def test_a_long_upsert_does_not_block_other_calls(service: Service) -> Non
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
     assert not upserting.done()  # the loop answered while the embedder was busy
     assert (await upserting).upserted_count == 24
+
+
+async def test_the_qdrant_backend_setting_serves_the_same_contract(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    async with running_service(
+        tmp_path / "data", embedder, vector_backend="qdrant", qdrant_url=":memory:"
+    ) as qdrant:
+        await qdrant.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
+        cat_query = search("what is the name of my cat", top_k=3, kinds=[pb.DOCUMENT_KIND_PASSAGE])
+        assert (await ids(qdrant, cat_query))[0] == "p-cat"
+        assert await ids(qdrant, search("", top_k=2, roles=["user"])) == ["m-3", "m-1"]
+        stats = await qdrant.stub.Stats(pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT)))
+        assert (stats.document_count, stats.passage_count) == (8, 5)

@@ -126,7 +126,9 @@ class OnnxSentenceEmbedder:
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts))
+        # One text at a time on purpose: encode_batch fans out to a rayon pool whose spinning threads
+        # fight onnxruntime's for the 2 cores (measured: 45 -> 76 chat messages/s without it).
+        encodings = [self._tokenizer.encode(text) for text in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), self._batch_size):
             chunk = order[start : start + self._batch_size]

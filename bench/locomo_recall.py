@@ -20,7 +20,9 @@ Run: ``make bench-locomo`` (``python -m bench.locomo_recall``). Steps, each boun
    ``Search`` with the same filter, weights and depth, interleaved in the same run; p50 and p95.
 
 Results are printed and written to ``bench/results/locomo_recall.json``; ``bench/LOCOMO.md``
-summarises them. ``--variants 0`` limits the indexing variants (each one re-embeds ~2.8k turns).
+summarises them. The default indexing variant always runs in full; ``--variants 0 2`` adds the grid
+of other variants (each re-embeds ~2.8k turns, several minutes) and ``--reuse-grid 0`` includes the
+saved grid of a variant not run this time (``bench/results/locomo_grid_ctx<N>.json``).
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ MODES = {"vector": mpb.SEARCH_MODE_VECTOR, "fts": mpb.SEARCH_MODE_FTS, "hybrid":
 WEIGHTS = [(1.0, 1.0), (0.75, 1.0), (0.5, 1.0), (0.4, 1.0), (0.3, 1.0), (0.2, 1.0), (0.0, 1.0)]
 RRF_KS = [10.0, 30.0, 60.0, 100.0]
 DEPTHS = [20, 50, 100]
+# Small outbox batches: one UpsertDocuments stays well inside its deadline on a busy 2-core machine.
+BENCH_SETTINGS: dict[str, Any] = {"outbox_batch_size": 32}
 
 
 @dataclass(frozen=True)
@@ -427,6 +431,21 @@ def current_weights() -> dict[str, Any]:
     return out
 
 
+def grid_file(context: int) -> Path:
+    return RESULTS / f"locomo_grid_ctx{context}.json"
+
+
+def save_grid(context: int, rows: Sequence[dict[str, Any]]) -> None:
+    """Each variant's grid rows as soon as they exist (a later run can reuse them)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    saved = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "rows": rows,
+    }
+    grid_file(context).write_text(json.dumps(saved, indent=1) + "\n")
+
+
 def grid(run: VariantRun) -> list[dict[str, Any]]:
     rows = []
     for weights in WEIGHTS:
@@ -498,18 +517,25 @@ def main() -> None:
         "--variants",
         type=int,
         nargs="*",
-        default=[0, 1, 2],
-        help="recall_context_turns values for the grid (the default one always runs in full)",
+        default=[],
+        help="more recall_context_turns values for the grid (the default one always runs in full)",
+    )
+    parser.add_argument(
+        "--reuse-grid",
+        type=int,
+        nargs="*",
+        default=[],
+        help="include the saved grid rows (bench/results/locomo_grid_ctx<N>.json) of variants not run now",
     )
     parser.add_argument("--output", type=Path, default=RESULTS / "locomo_recall.json")
     args = parser.parse_args()
-    result = asyncio.run(run(args.variants))
+    result = asyncio.run(run(args.variants, args.reuse_grid))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwrote {args.output}")
 
 
-async def run(variants: Sequence[int]) -> dict[str, Any]:
+async def run(variants: Sequence[int], reuse: Sequence[int]) -> dict[str, Any]:
     started = time.perf_counter()
     defaults = MemorySettings()
     default_context = defaults.recall_context_turns
@@ -517,11 +543,25 @@ async def run(variants: Sequence[int]) -> dict[str, Any]:
     embedder = OnnxSentenceEmbedder.load(models, threads=2, batch_size=32)
     order = [default_context] + [v for v in dict.fromkeys(variants) if v != default_context]
     runs = []
+    rows: list[dict[str, Any]] = []
     for context in order:
         print(f"indexing variant recall_context_turns={context}", flush=True)
-        runs.append(await run_variant(embedder, context, {}, full=context == default_context))
+        variant = await run_variant(embedder, context, BENCH_SETTINGS, full=context == default_context)
+        runs.append(variant)
+        variant_rows = grid(variant)
+        rows.extend(variant_rows)
+        save_grid(context, variant_rows)
+        best = max(variant_rows, key=lambda r: r["any@10"])
+        print(f"  [{context}] best any@10 row: {best}", flush=True)
+    for context in reuse:
+        if context not in order:
+            saved = json.loads(grid_file(context).read_text())
+            print(f"reusing grid rows of recall_context_turns={context} from {saved['date']}", flush=True)
+            rows.extend(
+                {**row, "from_run": saved["date"], "from_commit": saved["git_commit"]}
+                for row in saved["rows"]
+            )
     main_run = runs[0]
-    rows = [row for r in runs for row in grid(r)]
     assert main_run.latency is not None
     assert main_run.tool_check is not None
 
@@ -552,6 +592,7 @@ async def run(variants: Sequence[int]) -> dict[str, Any]:
             "recall_context_turns": default_context,
             "search_defaults": current_weights(),
             "append_batch": APPEND_BATCH,
+            "memory_settings": BENCH_SETTINGS,
         },
         "modes": main_run.modes,
         "grid_note": "hybrid rows fused locally with RetrievalService's weighted RRF over each leg's top "

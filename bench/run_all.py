@@ -98,17 +98,18 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     return out
 
 
-def run_large(budget_minutes: float) -> Path:
+def run_large(budget_minutes: float, sizes: list[int], base: int) -> Path:
     started, load_before = datetime.now(UTC), _load()
     deadline = time.monotonic() + budget_minutes * 60
     work = _fresh(WORK / "large")
-    print(f"bench-large: load average {load_before}; generating {LARGE_SIZES[-1]:,} documents", flush=True)
-    texts, table = large.generate(LARGE_SIZES[-1], work / "precomputed")
-    found = retrieval_bench.run(
-        work, LARGE_SIZES, Durations(), deadline=deadline, texts=texts, precomputed=table
-    )
-    found["how"] = (large.__doc__ or "").strip().replace("\n", " ")
-    results = {"retrieval": found, "meta": _meta("make bench-large", started, load_before)}
+    print(f"bench-large: load average {load_before}; generating {sizes[-1]:,} documents", flush=True)
+    texts, table = large.generate(sizes[-1], work / "precomputed", base_size=base)
+    found = retrieval_bench.run(work, sizes, Durations(), deadline=deadline, texts=texts, precomputed=table)
+    found["how"] = (large.__doc__ or "").strip().replace(
+        "\n", " "
+    ) + f" (This run: a base of {base:,} texts.)"
+    command = "make bench-large" if sizes == LARGE_SIZES and base == large.BASE else " ".join(sys.argv)
+    results = {"retrieval": found, "meta": _meta(command, started, load_before)}
     out = RESULTS / "perf_large.json"
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     shutil.rmtree(work, ignore_errors=True)
@@ -136,11 +137,13 @@ def main() -> None:
     parser.add_argument(
         "--budget-minutes", type=float, help="stop growing the corpus past this (default 17/120)"
     )
+    parser.add_argument("--sizes", type=int, nargs="+", default=LARGE_SIZES, help="--large: corpus sizes")
+    parser.add_argument("--base", type=int, default=large.BASE, help="--large: real texts embedded")
     args = parser.parse_args()
     if args.report_only:
         write_report()
     elif args.large:
-        run_large(args.budget_minutes or 120.0)
+        run_large(args.budget_minutes or 120.0, sorted(args.sizes), args.base)
         write_report()
     else:
         run_bench(args.quick, args.budget_minutes or 17.0)

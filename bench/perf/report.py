@@ -168,9 +168,11 @@ def retrieval_section(retrieval: dict[str, Any]) -> list[str]:
             cells = [f"{int(size):,}", mode, _ms(grpc["p50"]), _ms(grpc["p99"]), _ms(engine["engine_p50_ms"])]
             cells += [f"{_ms(stages[s])} ({engine['share'][s]:.0%})" for s in STAGES]
             lines.append("| " + " | ".join([*cells, _ms(rest)]) + " |")
+    vectors = "precomputed vectors" if retrieval.get("precomputed") else "embedding included"
     lines += [
         "",
-        "| documents | ingest docs/s (embedding included) | HNSW built at open | build s | hybrid rps c=8 "
+        f"| documents | ingest docs/s ({vectors}) "
+        "| HNSW built at open | build s | hybrid rps c=8 "
         "| server RSS MiB | disk MiB (du) |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -249,7 +251,7 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
     if large:
         text += [
             "",
-            "## 1M documents (`make bench-large`)",
+            "## Generated-vector corpus (`make bench-large`)",
             "",
             *_meta(large["meta"]),
             "",

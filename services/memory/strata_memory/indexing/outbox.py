@@ -47,6 +47,7 @@ class OutboxWorker:
         self._db = db
         self._retrieval = retrieval
         self._batch_size = batch_size
+        self._window = batch_size  # shrinks after a batch ran out of time, grows back after successes
         self._idle_poll = idle_poll_seconds
         self._max_backoff = max_backoff_seconds
         self._context_turns = context_turns
@@ -101,13 +102,14 @@ class OutboxWorker:
 
     async def deliver_once(self) -> int:
         """Deliver one batch of due jobs; returns how many were acknowledged."""
-        jobs = await self._db.read(lambda conn: index_jobs.due(conn, self._batch_size))
+        jobs = await self._db.read(lambda conn: index_jobs.due(conn, self._window))
         done = 0
         for action, run in itertools.groupby(jobs, key=lambda job: (job.action, job.tenant_id)):
             batch = list(run)
             try:
                 await self._deliver(action[0], action[1], batch)
             except StrataError as failure:
+                self._adapt(failure)
                 await self._postpone(jobs[done:], failure)
                 return done
             except grpc.aio.AioRpcError as refusal:
@@ -116,7 +118,15 @@ class OutboxWorker:
             ids = [job.id for job in batch]
             await self._db.write(partial(index_jobs.complete, job_ids=ids))
             done += len(batch)
+        self._window = min(self._batch_size, self._window * 2) if done else self._window
         return done
+
+    def _adapt(self, failure: StrataError) -> None:
+        """A batch that ran out of time is retried smaller, so a slow embedder cannot loop forever
+        re-sending a batch it never finishes within the deadline."""
+        if failure.metadata.get("status") == "DEADLINE_EXCEEDED":
+            self._window = max(1, self._window // 2)
+            log.warning("indexing batch timed out; next batches hold at most %d jobs", self._window)
 
     async def _deliver(self, action: str, tenant_id: str, jobs: list[IndexJob]) -> None:
         ids = [job.document_id for job in jobs]

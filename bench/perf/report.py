@@ -56,6 +56,17 @@ def targets(perf: dict[str, Any], large: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"| ingest ≥ 500 docs/s at 100k, embedding included | {rate:.0f} docs/s | {_mark(rate >= 500)} |"
         )
+    elif large and "100000" in large["retrieval"]["sizes"]:
+        hybrid = large["retrieval"]["sizes"]["100000"]["grpc"]["hybrid_c1"]["latency_ms"]
+        ok = hybrid["p50"] <= 10 and hybrid["p99"] <= 30
+        lines.append(
+            f"| hybrid search at 100k p50 ≤ 10 ms, p99 ≤ 30 ms | p50 {_ms(hybrid['p50'])} ms, "
+            f"p99 {_ms(hybrid['p99'])} ms (generated-vector corpus, real query embedding) | {_mark(ok)} |"
+        )
+        lines.append(
+            "| ingest ≥ 500 docs/s at 100k, embedding included | 100k not reached with embedding "
+            "| not measured |"
+        )
     else:
         lines.append("| hybrid search and ingest at 100k | 100k was not reached in this run | not measured |")
     lines.append(_growth(perf, large))
@@ -83,6 +94,8 @@ def _growth(perf: dict[str, Any], large: dict[str, Any] | None) -> str:
     }
     leg = f"; vector leg p50 x{legs[high] / legs[low]:.2f}" if legs.get(low) else ""
     scope = "" if high == 1_000_000 else f" (only up to {high:,}: 1M is `make bench-large`)"
+    if large and str(high) in large["retrieval"]["sizes"] and str(low) not in large["retrieval"]["sizes"]:
+        scope += f"; {low:,} from `make bench`, {high:,} from the generated-vector corpus"
     return (
         f"| sublinear latency growth 10k → 1M | hybrid p50 x{growth:.2f}{leg} "
         f"for x{docs:.0f} documents{scope} | {_mark(growth < docs)} |"
@@ -256,6 +269,9 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
             *_meta(large["meta"]),
             "",
             *retrieval_section(large["retrieval"]),
+            "",
+            *footprint(large["retrieval"]),
+            "(Here the server's RSS also holds the text -> vector lookup table of the generated corpus.)",
             "",
             large["retrieval"].get("how", ""),
         ]

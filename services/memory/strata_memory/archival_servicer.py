@@ -49,7 +49,7 @@ class ArchivalHandlers:
         return conv.archive_to_proto(await self._ops.archives.create(wanted, request.agent_id))
 
     async def GetArchive(self, request: api.GetArchiveRequest, context: Context) -> pb.Archive:
-        archive_id = _required(request.archive_id, "archive_id")
+        archive_id = conv.required(request.archive_id, "archive_id")
         return conv.archive_to_proto(await self._ops.archives.get(tenant_of(context), archive_id))
 
     async def ListArchives(
@@ -65,7 +65,7 @@ class ArchivalHandlers:
         )
 
     async def DeleteArchive(self, request: api.DeleteArchiveRequest, context: Context) -> empty_pb2.Empty:
-        await self._ops.archives.delete(tenant_of(context), _required(request.archive_id, "archive_id"))
+        await self._ops.archives.delete(tenant_of(context), conv.required(request.archive_id, "archive_id"))
         return empty_pb2.Empty()
 
     async def AttachArchive(self, request: api.AttachArchiveRequest, context: Context) -> pb.Archive:
@@ -75,7 +75,7 @@ class ArchivalHandlers:
         return await self._link(request.agent_id, request.archive_id, context, attach=False)
 
     async def _link(self, agent_id: str, archive_id: str, context: Context, *, attach: bool) -> pb.Archive:
-        agent_id, archive_id = _required(agent_id, "agent_id"), _required(archive_id, "archive_id")
+        agent_id, archive_id = conv.required(agent_id, "agent_id"), conv.required(archive_id, "archive_id")
         archive = await self._ops.archives.attach(tenant_of(context), agent_id, archive_id, attach=attach)
         return conv.archive_to_proto(archive)
 
@@ -108,14 +108,14 @@ class ArchivalHandlers:
 
     async def DeletePassage(self, request: api.DeletePassageRequest, context: Context) -> empty_pb2.Empty:
         await self._ops.archives.delete_passage(
-            tenant_of(context), _required(request.passage_id, "passage_id")
+            tenant_of(context), conv.required(request.passage_id, "passage_id")
         )
         return empty_pb2.Empty()
 
     async def SearchArchival(
         self, request: api.SearchArchivalRequest, context: Context
     ) -> api.SearchArchivalResponse:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         window = _window(request.query, request.mode, request.top_k, request, "top_k")
         hits = await self._ops.search.archival(
             tenant_of(context),
@@ -134,7 +134,7 @@ class ArchivalHandlers:
     async def SearchMessages(
         self, request: api.SearchMessagesRequest, context: Context
     ) -> api.SearchMessagesResponse:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         window = _window(request.query, request.mode, request.limit, request, "limit")
         roles = [conv.choice(conv.ROLES, r, "roles") for r in request.roles]
         hits = await self._ops.search.recall(
@@ -198,9 +198,3 @@ def _moment(request: Any, field: str) -> datetime | None:
         return None
     stamp: Timestamp = getattr(request, field)
     return timestamps.to_datetime(stamp, field)
-
-
-def _required(value: str, field: str) -> str:
-    if not value:
-        raise InvalidArgument.field(field, "is required")
-    return value

@@ -257,6 +257,13 @@ def prompt_to_proto(view: PromptView) -> pb.SystemPrompt:
     )
 
 
+def required(value: str, field: str) -> str:
+    """A request field that must be set (INVALID_ARGUMENT naming it otherwise)."""
+    if not value:
+        raise InvalidArgument.field(field, "is required")
+    return value
+
+
 def conversation_or_default(conversation_id: str) -> str:
     return conversation_id or DEFAULT_CONVERSATION
 

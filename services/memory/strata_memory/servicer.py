@@ -12,7 +12,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory import conversions as conv
-from strata_memory.archival_servicer import ArchivalHandlers, _required
+from strata_memory.archival_servicer import ArchivalHandlers
 from strata_memory.domain.tools import RETRIEVAL_TOOLS, tool_schemas
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.operations.agents import AGENT_FIELDS, Agents
@@ -59,7 +59,7 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
         return conv.agent_to_proto(await self._ops.agents.create(agent, blocks))
 
     async def GetAgent(self, request: api.GetAgentRequest, context: Context) -> pb.Agent:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         return conv.agent_to_proto(await self._ops.agents.get(tenant_of(context), agent_id))
 
     async def ListAgents(self, request: api.ListAgentsRequest, context: Context) -> api.ListAgentsResponse:
@@ -74,14 +74,14 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
 
     async def UpdateAgent(self, request: api.UpdateAgentRequest, context: Context) -> pb.Agent:
         tenant = tenant_of(context)
-        _required(request.agent.id, "agent.id")
+        conv.required(request.agent.id, "agent.id")
         paths = _mask(request.update_mask.paths, AGENT_FIELDS)
         changes = conv.agent_from_proto(request.agent, tenant)
         return conv.agent_to_proto(await self._ops.agents.update(tenant, changes, paths, request.etag))
 
     async def DeleteAgent(self, request: api.DeleteAgentRequest, context: Context) -> empty_pb2.Empty:
         await self._ops.agents.delete(
-            tenant_of(context), _required(request.agent_id, "agent_id"), request.etag
+            tenant_of(context), conv.required(request.agent_id, "agent_id"), request.etag
         )
         return empty_pb2.Empty()
 
@@ -127,11 +127,17 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
         return empty_pb2.Empty()
 
     async def AttachBlock(self, request: api.AttachBlockRequest, context: Context) -> pb.Agent:
-        agent_id, block_id = _required(request.agent_id, "agent_id"), _required(request.block_id, "block_id")
+        agent_id, block_id = (
+            conv.required(request.agent_id, "agent_id"),
+            conv.required(request.block_id, "block_id"),
+        )
         return conv.agent_to_proto(await self._ops.blocks.attach(tenant_of(context), agent_id, block_id))
 
     async def DetachBlock(self, request: api.DetachBlockRequest, context: Context) -> pb.Agent:
-        agent_id, block_id = _required(request.agent_id, "agent_id"), _required(request.block_id, "block_id")
+        agent_id, block_id = (
+            conv.required(request.agent_id, "agent_id"),
+            conv.required(request.block_id, "block_id"),
+        )
         detached = await self._ops.blocks.detach(tenant_of(context), agent_id, block_id, request.etag)
         return conv.agent_to_proto(detached)
 
@@ -182,7 +188,7 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
         self, request: api.CreateConversationRequest, context: Context
     ) -> pb.Conversation:
         tenant = tenant_of(context)
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         created = await self._ops.agents.create_conversation(tenant, agent_id, request.conversation_id)
         return conv.conversation_to_proto(created, tenant)
 
@@ -190,7 +196,7 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
         self, request: api.ListConversationsRequest, context: Context
     ) -> api.ListConversationsResponse:
         tenant = tenant_of(context)
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         scope = ("ListConversations", tenant, agent_id)
         page = page_from(request.page_size, request.page_token, scope=scope)
         found = await self._ops.agents.list_conversations(tenant, agent_id, page)
@@ -202,12 +208,12 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
     # Files --------------------------------------------------------------------------------------
 
     async def AttachFile(self, request: api.AttachFileRequest, context: Context) -> pb.File:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         file = conv.file_from_proto(request.file, agent_id)
         return conv.file_to_proto(await self._ops.files.attach(tenant_of(context), file))
 
     async def UpdateFile(self, request: api.UpdateFileRequest, context: Context) -> pb.File:
-        file_id = _required(request.file_id, "file_id")
+        file_id = conv.required(request.file_id, "file_id")
         paths = _mask(request.update_mask.paths, FILE_FIELDS)
         incoming = conv.file_from_proto(request.file, "")
         changes = {path: getattr(incoming, path) for path in paths}
@@ -215,7 +221,7 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
 
     async def ListFiles(self, request: api.ListFilesRequest, context: Context) -> api.ListFilesResponse:
         tenant = tenant_of(context)
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         scope = ("ListFiles", tenant, agent_id)
         page = page_from(request.page_size, request.page_token, scope=scope)
         found = await self._ops.files.listing(tenant, agent_id, page)
@@ -225,7 +231,7 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
         )
 
     async def DetachFile(self, request: api.DetachFileRequest, context: Context) -> empty_pb2.Empty:
-        await self._ops.files.detach(tenant_of(context), _required(request.file_id, "file_id"))
+        await self._ops.files.detach(tenant_of(context), conv.required(request.file_id, "file_id"))
         return empty_pb2.Empty()
 
     # Messages -----------------------------------------------------------------------------------
@@ -233,7 +239,7 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
     async def AppendMessages(
         self, request: api.AppendMessagesRequest, context: Context
     ) -> api.AppendMessagesResponse:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         messages = [conv.message_from_proto(m, i) for i, m in enumerate(request.messages)]
         written = await self._ops.messages.append(
             tenant_of(context), agent_id, conv.conversation_or_default(request.conversation_id), messages
@@ -245,7 +251,7 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
         self, request: api.ListMessagesRequest, context: Context
     ) -> api.ListMessagesResponse:
         tenant = tenant_of(context)
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         roles = [conv.choice(conv.ROLES, r, "roles") for r in request.roles]
         scope = ("ListMessages", tenant, agent_id, request.conversation_id, sorted(roles))
         page = page_from(request.page_size, request.page_token, scope=scope)
@@ -263,20 +269,20 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
     async def RenderMemory(
         self, request: api.RenderMemoryRequest, context: Context
     ) -> api.RenderMemoryResponse:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         mode = conv.choice(conv.RENDER_MODES, request.mode, "mode", default=None) if request.mode else None
         text, used = await self._ops.prompts.render(tenant_of(context), agent_id, mode)
         return api.RenderMemoryResponse(text=text, mode={v: k for k, v in conv.RENDER_MODES.items()}[used])
 
     async def GetSystemPrompt(self, request: api.GetSystemPromptRequest, context: Context) -> pb.SystemPrompt:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         conversation = conv.conversation_or_default(request.conversation_id)
         return conv.prompt_to_proto(await self._ops.prompts.get(tenant_of(context), agent_id, conversation))
 
     async def RecompileSystemPrompt(
         self, request: api.RecompileSystemPromptRequest, context: Context
     ) -> api.RecompileSystemPromptResponse:
-        agent_id = _required(request.agent_id, "agent_id")
+        agent_id = conv.required(request.agent_id, "agent_id")
         conversation = conv.conversation_or_default(request.conversation_id)
         done = await self._ops.prompts.recompile(
             tenant_of(context), agent_id, conversation, dry_run=request.dry_run
@@ -294,9 +300,9 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
     async def ExecuteTool(self, request: api.ExecuteToolRequest, context: Context) -> api.ExecuteToolResponse:
         call = ToolCall(
             tenant_id=tenant_of(context),
-            agent_id=_required(request.agent_id, "agent_id"),
+            agent_id=conv.required(request.agent_id, "agent_id"),
             conversation_id=conv.conversation_or_default(request.conversation_id),
-            name=_required(request.tool_name, "tool_name"),
+            name=conv.required(request.tool_name, "tool_name"),
             arguments=request.arguments,
             etag=request.etag,
         )

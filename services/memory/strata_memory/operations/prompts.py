@@ -81,20 +81,22 @@ class Prompts:
         def work(conn: Connection) -> tuple[str, RenderMode]:
             agent = agent_rows.get_agent(conn, tenant_id, agent_id)
             used = mode or agent.render_mode
-            blocks = [record.block for record in block_rows.agent_blocks(conn, agent.id)]
-            return compile_memory(blocks, directories(file_rows.agent_files(conn, agent.id)), used), used
+            return _core_memory(conn, agent.id, used), used
 
         return await self._db.read(work)
 
     def compile(self, conn: Connection, agent: AgentRecord, conversation_id: str) -> PromptRecord:
         """The prompt as it would be compiled now (not saved)."""
-        text, fingerprint = self._render(conn, agent, conversation_id, self._clock())
-        return PromptRecord(agent.id, conversation_id, text, fingerprint, _us(self._clock()))
+        return _prompt(agent, _snapshot(conn, agent), conversation_id, self._clock())
 
     def recompile_all(self, conn: Connection, agent: AgentRecord) -> None:
-        """Recompile and save the prompt of every conversation of the agent."""
+        """Recompile and save the prompt of every conversation of the agent.
+
+        Memory is read and rendered once; conversations differ only in their metadata line.
+        """
+        snapshot, now = _snapshot(conn, agent), self._clock()
         for conversation in agent_rows.list_conversations(conn, agent.id, _ALL):
-            prompt_rows.save_prompt(conn, self.compile(conn, agent, conversation.id))
+            prompt_rows.save_prompt(conn, _prompt(agent, snapshot, conversation.id, now))
 
     def after_memory_change(self, conn: Connection, tenant_id: str, agent_ids: Iterable[str]) -> bool:
         """Apply each agent's policy after its memory changed; True if any prompt was recompiled."""
@@ -115,27 +117,49 @@ class Prompts:
             return PromptView(current, stale=True)
         return PromptView(stored, stale=stored.fingerprint != current.fingerprint)
 
-    def _render(
-        self, conn: Connection, agent: AgentRecord, conversation_id: str, now: datetime
-    ) -> tuple[str, str]:
-        blocks = [record.block for record in block_rows.agent_blocks(conn, agent.id)]
-        memory = compile_memory(blocks, directories(file_rows.agent_files(conn, agent.id)), agent.render_mode)
-        archival_count, archival_tags = archive_rows.passage_stats(
-            conn, archive_rows.agent_archive_ids(conn, agent.id)
-        )
-        stats = MemoryStats(
-            agent_id=agent.id,
-            conversation_id=conversation_id,
-            recompiled_at=now,
-            timezone=agent.timezone,
-            message_count=message_rows.count(conn, agent.id),
-            archival_count=archival_count,
-            archival_tags=archival_tags,
-        )
-        text = assemble_system_prompt(agent.system, memory, render_memory_metadata(stats))
-        timeless = dataclasses.replace(stats, recompiled_at=_EPOCH)
-        basis = assemble_system_prompt(agent.system, memory, render_memory_metadata(timeless))
-        return text, hashlib.sha256(basis.encode()).hexdigest()
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """What an agent's prompt is built from, read once: rendered core memory and the counts."""
+
+    memory: str
+    message_count: int
+    archival_count: int
+    archival_tags: list[str]
+
+
+def _snapshot(conn: Connection, agent: AgentRecord) -> _Snapshot:
+    archival_count, archival_tags = archive_rows.passage_stats(
+        conn, archive_rows.agent_archive_ids(conn, agent.id)
+    )
+    return _Snapshot(
+        memory=_core_memory(conn, agent.id, agent.render_mode),
+        message_count=message_rows.count(conn, agent.id),
+        archival_count=archival_count,
+        archival_tags=archival_tags,
+    )
+
+
+def _core_memory(conn: Connection, agent_id: str, mode: RenderMode) -> str:
+    blocks = [record.block for record in block_rows.agent_blocks(conn, agent_id)]
+    return compile_memory(blocks, directories(file_rows.agent_files(conn, agent_id)), mode)
+
+
+def _prompt(agent: AgentRecord, snapshot: _Snapshot, conversation_id: str, now: datetime) -> PromptRecord:
+    """The system prompt text and its fingerprint (everything but the recompile timestamp)."""
+    stats = MemoryStats(
+        agent_id=agent.id,
+        conversation_id=conversation_id,
+        recompiled_at=now,
+        timezone=agent.timezone,
+        message_count=snapshot.message_count,
+        archival_count=snapshot.archival_count,
+        archival_tags=snapshot.archival_tags,
+    )
+    text = assemble_system_prompt(agent.system, snapshot.memory, render_memory_metadata(stats))
+    timeless = dataclasses.replace(stats, recompiled_at=_EPOCH)
+    basis = assemble_system_prompt(agent.system, snapshot.memory, render_memory_metadata(timeless))
+    return PromptRecord(agent.id, conversation_id, text, hashlib.sha256(basis.encode()).hexdigest(), _us(now))
 
 
 def directories(files: Iterable[FileRecord]) -> list[Directory]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -192,16 +193,7 @@ def _record_version(conn: Connection, block: Block, *, source: str, actor: str, 
 
 
 def _with_version(block: Block, version: int) -> Block:
-    return Block(
-        label=block.label,
-        value=block.value,
-        limit=block.limit,
-        description=block.description,
-        read_only=block.read_only,
-        metadata=dict(block.metadata),
-        id=block.id,
-        version=version,
-    )
+    return dataclasses.replace(block, metadata=dict(block.metadata), version=version)
 
 
 def _columns(block: Block) -> dict[str, Any]:

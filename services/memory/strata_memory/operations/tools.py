@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
-from strata_memory.domain.errors import BlockNotFound, EtagMismatch
+from strata_memory.domain.errors import AgentNotFound, BlockNotFound, EtagMismatch
 from strata_memory.domain.model import Block, RecompilePolicy
 from strata_memory.domain.tools import (
     RETRIEVAL_TOOLS,
@@ -71,23 +71,28 @@ class ToolRunner:
         self._external = external
 
     async def execute(self, call: ToolCall) -> ToolRun:
-        agent = await self._db.read(lambda conn: agent_rows.get_agent(conn, call.tenant_id, call.agent_id))
+        """Run the call; an unknown agent or a stale etag fails the RPC, any other refusal is a result."""
         try:
             if call.name in RETRIEVAL_TOOLS and self._external is not None:
+                agent = await self._agent(call)
                 text = await self._external.run(call.name, call.arguments, agent)
                 return self._succeeded(
                     agent, text, recompiled=call.name == "archival_memory_insert" and _on_edit(agent)
                 )
             return await self._db.write(lambda conn: self._apply(conn, call))
-        except EtagMismatch:
+        except (EtagMismatch, AgentNotFound):
             raise
         except StrataError as refused:
+            timezone = (await self._agent(call)).timezone  # only refusals need it read separately
             return ToolRun(
                 ok=False,
                 text=refused.message,
                 reason=refused.reason,
-                envelope=tool_envelope(False, refused.message, self._clock(), agent.timezone),
+                envelope=tool_envelope(False, refused.message, self._clock(), timezone),
             )
+
+    async def _agent(self, call: ToolCall) -> AgentRecord:
+        return await self._db.read(lambda conn: agent_rows.get_agent(conn, call.tenant_id, call.agent_id))
 
     def _succeeded(self, agent: AgentRecord, text: str, *, recompiled: bool) -> ToolRun:
         envelope = tool_envelope(True, text, self._clock(), agent.timezone)

@@ -33,11 +33,11 @@ class BlockLocator:
     def find(self, conn: Connection, tenant_id: str, *, for_update: bool = False) -> BlockRecord:
         if self.block_id:
             return block_rows.get_block(conn, tenant_id, self.block_id, for_update=for_update)
-        agent = agent_rows.get_agent(conn, tenant_id, self.agent_id)
-        block_id = block_rows.block_id_for_label(conn, agent.id, self.label)
-        if block_id is None:
-            raise BlockNotFound(self.label, available=agent.block_labels, scope=f"agent '{agent.id}'")
-        return block_rows.get_block(conn, tenant_id, block_id, for_update=for_update)
+        found = block_rows.block_by_label(conn, tenant_id, self.agent_id, self.label, for_update=for_update)
+        if found is not None:
+            return found
+        agent = agent_rows.get_agent(conn, tenant_id, self.agent_id)  # says which is missing
+        raise BlockNotFound(self.label, available=agent.block_labels, scope=f"agent '{agent.id}'")
 
 
 class Blocks:

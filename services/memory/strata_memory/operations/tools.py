@@ -117,7 +117,7 @@ class ToolRunner:
             *(holder for block_id in touched for holder in block_rows.holders(conn, block_id)),
         ]
         recompiled = bool(touched) and self._prompts.after_memory_change(conn, call.tenant_id, affected)
-        edited = _edited(conn, agent, outcome)
+        edited = None if outcome.edited_label is None else memory.get(outcome.edited_label)
         return ToolRun(
             ok=True,
             text=outcome.text,
@@ -201,10 +201,3 @@ def _check_etag(call: ToolCall, outcome: ToolOutcome, memory: Mapping[str, Block
         record = memory.get(label)
         if record is not None and record.etag != call.etag:
             raise EtagMismatch(f"Block '{label}'", expected=call.etag, actual=record.etag)
-
-
-def _edited(conn: Connection, agent: AgentRecord, outcome: ToolOutcome) -> BlockRecord | None:
-    if outcome.edited_label is None:
-        return None
-    block_id = block_rows.block_id_for_label(conn, agent.id, outcome.edited_label)
-    return None if block_id is None else block_rows.get_block(conn, agent.tenant_id, block_id)

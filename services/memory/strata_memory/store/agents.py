@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.domain.errors import AgentNotFound, ConversationNotFound, EtagMismatch
@@ -15,6 +15,35 @@ from strata_memory.store.records import (
     Page,
     etag_of,
     now_us,
+)
+
+# Built once (see store/blocks.py); parameters are bound by name at execution.
+_agents, _conversations = schema.agents, schema.conversations
+_attached = schema.agent_blocks
+# An agent and its block labels in one statement: one row per attached block (one row with a NULL label
+# when it has none), in attach order.
+_AGENT_WITH_LABELS = (
+    select(_agents, _attached.c.label.label("block_label"))
+    .outerjoin(_attached, _attached.c.agent_id == _agents.c.id)
+    .where(_agents.c.id == bindparam("agent_id"), _agents.c.tenant_id == bindparam("tenant_id"))
+    .order_by(_attached.c.position)
+)
+_AGENT_FOR_UPDATE = _AGENT_WITH_LABELS.with_for_update(of=_agents)  # PostgreSQL: lock the agent row only
+_CONVERSATION = select(_conversations).where(
+    _conversations.c.agent_id == bindparam("agent_id"), _conversations.c.id == bindparam("conversation_id")
+)
+_CONVERSATIONS = (
+    select(_conversations)
+    .where(_conversations.c.agent_id == bindparam("agent_id"))
+    .order_by(_conversations.c.created_us, _conversations.c.id)
+    .offset(bindparam("offset"))
+    .limit(bindparam("size"))
+)
+_NEXT_SEQUENCE = select(_agents.c.next_sequence).where(_agents.c.id == bindparam("agent_id"))
+_SET_NEXT_SEQUENCE = (
+    update(_agents)
+    .where(_agents.c.id == bindparam("agent_id"))
+    .values(next_sequence=bindparam("next_sequence"))
 )
 
 
@@ -42,13 +71,11 @@ def insert_agent(conn: Connection, agent: AgentRecord) -> AgentRecord:
 
 
 def get_agent(conn: Connection, tenant_id: str, agent_id: str, *, for_update: bool = False) -> AgentRecord:
-    query = select(schema.agents).where(
-        schema.agents.c.id == agent_id, schema.agents.c.tenant_id == tenant_id
-    )
-    row = conn.execute(query.with_for_update() if for_update else query).mappings().first()
-    if row is None:
+    query = _AGENT_FOR_UPDATE if for_update else _AGENT_WITH_LABELS
+    rows = conn.execute(query, {"agent_id": agent_id, "tenant_id": tenant_id}).mappings().all()
+    if not rows:
         raise AgentNotFound(agent_id)
-    return _record(row, blocks.agent_labels(conn, agent_id))
+    return _record(rows[0], tuple(row["block_label"] for row in rows if row["block_label"] is not None))
 
 
 def list_agents(conn: Connection, tenant_id: str, page: Page) -> list[AgentRecord]:
@@ -98,12 +125,8 @@ def delete_agent(conn: Connection, agent: AgentRecord) -> None:
 
 def reserve_sequences(conn: Connection, agent_id: str, count: int) -> int:
     """Claim ``count`` consecutive message sequence numbers; returns the first."""
-    first = conn.execute(
-        select(schema.agents.c.next_sequence).where(schema.agents.c.id == agent_id)
-    ).scalar_one()
-    conn.execute(
-        update(schema.agents).where(schema.agents.c.id == agent_id).values(next_sequence=first + count)
-    )
+    first = conn.execute(_NEXT_SEQUENCE, {"agent_id": agent_id}).scalar_one()
+    conn.execute(_SET_NEXT_SEQUENCE, {"agent_id": agent_id, "next_sequence": first + count})
     return int(first)
 
 
@@ -122,30 +145,18 @@ def has_conversation(conn: Connection, agent_id: str, conversation_id: str) -> b
 
 
 def get_conversation(conn: Connection, agent_id: str, conversation_id: str) -> ConversationRecord:
-    row = (
-        conn.execute(
-            select(schema.conversations).where(
-                schema.conversations.c.agent_id == agent_id, schema.conversations.c.id == conversation_id
-            )
-        )
-        .mappings()
-        .first()
-    )
+    params = {"agent_id": agent_id, "conversation_id": conversation_id}
+    row = conn.execute(_CONVERSATION, params).mappings().first()
     if row is None:
         raise ConversationNotFound(agent_id, conversation_id)
     return ConversationRecord(row["agent_id"], row["id"], row["created_us"])
 
 
 def list_conversations(conn: Connection, agent_id: str, page: Page) -> list[ConversationRecord]:
-    query = (
-        select(schema.conversations)
-        .where(schema.conversations.c.agent_id == agent_id)
-        .order_by(schema.conversations.c.created_us, schema.conversations.c.id)
-        .offset(page.offset)
-        .limit(page.size)
-    )
+    params = {"agent_id": agent_id, "offset": page.offset, "size": page.size}
     return [
-        ConversationRecord(r["agent_id"], r["id"], r["created_us"]) for r in conn.execute(query).mappings()
+        ConversationRecord(r["agent_id"], r["id"], r["created_us"])
+        for r in conn.execute(_CONVERSATIONS, params).mappings()
     ]
 
 

@@ -4,12 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.store import schema
 from strata_memory.store.records import ArchiveRecord, Page, PassageRecord, now_us
 from strata_serving.errors import NotFound
+
+# Read on every prompt compile: built once (see store/blocks.py).
+_AGENT_ARCHIVE_IDS = (
+    select(schema.archive_agents.c.archive_id)
+    .where(schema.archive_agents.c.agent_id == bindparam("agent_id"))
+    .order_by(schema.archive_agents.c.created_us)
+)
+_PASSAGE_COUNT = (
+    select(func.count())
+    .select_from(schema.passages)
+    .where(schema.passages.c.archive_id.in_(bindparam("archive_ids", expanding=True)))
+)
+_PASSAGE_TAGS = (
+    select(schema.passage_tags.c.tag)
+    .distinct()
+    .where(schema.passage_tags.c.archive_id.in_(bindparam("archive_ids", expanding=True)))
+    .order_by(schema.passage_tags.c.tag)
+)
 
 
 class ArchiveNotFound(NotFound):
@@ -101,9 +119,7 @@ def default_archive_id(conn: Connection, agent_id: str) -> str | None:
 
 
 def agent_archive_ids(conn: Connection, agent_id: str) -> list[str]:
-    table = schema.archive_agents
-    query = select(table.c.archive_id).where(table.c.agent_id == agent_id).order_by(table.c.created_us)
-    return list(conn.execute(query).scalars())
+    return list(conn.execute(_AGENT_ARCHIVE_IDS, {"agent_id": agent_id}).scalars())
 
 
 def insert_passages(conn: Connection, passages: Sequence[PassageRecord]) -> None:
@@ -146,18 +162,9 @@ def passage_stats(conn: Connection, archive_ids: Sequence[str]) -> tuple[int, li
     """How many passages the archives hold, and their distinct tags (sorted)."""
     if not archive_ids:
         return 0, []
-    count = conn.execute(
-        select(func.count())
-        .select_from(schema.passages)
-        .where(schema.passages.c.archive_id.in_(list(archive_ids)))
-    ).scalar_one()
-    tags = conn.execute(
-        select(schema.passage_tags.c.tag)
-        .distinct()
-        .where(schema.passage_tags.c.archive_id.in_(list(archive_ids)))
-        .order_by(schema.passage_tags.c.tag)
-    ).scalars()
-    return int(count), list(tags)
+    params = {"archive_ids": list(archive_ids)}
+    count = conn.execute(_PASSAGE_COUNT, params).scalar_one()
+    return int(count), list(conn.execute(_PASSAGE_TAGS, params).scalars())
 
 
 def tenant_passage_ids(conn: Connection, tenant_id: str | None) -> list[str]:

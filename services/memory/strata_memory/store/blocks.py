@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
 
@@ -15,46 +15,80 @@ from strata_memory.domain.model import Block
 from strata_memory.store import schema
 from strata_memory.store.records import BlockRecord, BlockVersionRecord, Page, etag_of, now_us
 
+# Statements on the read and edit paths are built once: constructing a statement costs more CPU than
+# SQLite takes to run it (bench/perf/findings.md). Parameters are bound by name at execution.
+_blocks, _attached = schema.blocks, schema.agent_blocks
+_BLOCK_BY_ID = select(_blocks).where(
+    _blocks.c.id == bindparam("block_id"), _blocks.c.tenant_id == bindparam("tenant_id")
+)
+_BLOCK_BY_LABEL = (
+    select(_blocks)
+    .join(_attached, _attached.c.block_id == _blocks.c.id)
+    .where(
+        _attached.c.agent_id == bindparam("agent_id"),
+        _attached.c.label == bindparam("label"),
+        _blocks.c.tenant_id == bindparam("tenant_id"),
+    )
+)
+_BLOCK_ID_FOR_LABEL = select(_attached.c.block_id).where(
+    _attached.c.agent_id == bindparam("agent_id"), _attached.c.label == bindparam("label")
+)
+_AGENT_BLOCKS = (
+    select(_blocks)
+    .join(_attached, _attached.c.block_id == _blocks.c.id)
+    .where(_attached.c.agent_id == bindparam("agent_id"))
+    .order_by(_attached.c.position)
+)
+_AGENT_LABELS = (
+    select(_attached.c.label)
+    .where(_attached.c.agent_id == bindparam("agent_id"))
+    .order_by(_attached.c.position)
+)
+_HOLDERS = select(_attached.c.agent_id).where(_attached.c.block_id == bindparam("block_id"))
+_INSERT_BLOCK = insert(_blocks)
+_INSERT_VERSION = insert(schema.block_versions)
+_WRITE_IF_AT_VERSION = update(_blocks).where(
+    _blocks.c.id == bindparam("match_id"), _blocks.c.version == bindparam("match_version")
+)
+_VERSION_OF = select(_blocks.c.version).where(_blocks.c.id == bindparam("block_id"))
+
 
 def insert_block(conn: Connection, tenant_id: str, block: Block, *, source: str, actor: str) -> BlockRecord:
     """Store a new block at version 1 (its id must be set) and write its first history entry."""
     stamp = now_us()
     stored = _with_version(block, 1)
     conn.execute(
-        insert(schema.blocks).values(
-            tenant_id=tenant_id, created_us=stamp, updated_us=stamp, **_columns(stored)
-        )
+        _INSERT_BLOCK, {"tenant_id": tenant_id, "created_us": stamp, "updated_us": stamp, **_columns(stored)}
     )
     _record_version(conn, stored, source=source, actor=actor, stamp=stamp)
     return BlockRecord(stored, tenant_id, stamp, stamp)
 
 
 def get_block(conn: Connection, tenant_id: str, block_id: str, *, for_update: bool = False) -> BlockRecord:
-    query = select(schema.blocks).where(
-        schema.blocks.c.id == block_id, schema.blocks.c.tenant_id == tenant_id
-    )
-    row = conn.execute(query.with_for_update() if for_update else query).mappings().first()
+    query = _BLOCK_BY_ID.with_for_update() if for_update else _BLOCK_BY_ID
+    row = conn.execute(query, {"block_id": block_id, "tenant_id": tenant_id}).mappings().first()
     if row is None:
         raise BlockNotFound(block_id)
     return _record(row)
 
 
+def block_by_label(
+    conn: Connection, tenant_id: str, agent_id: str, label: str, *, for_update: bool = False
+) -> BlockRecord | None:
+    """The block an agent holds under ``label``, in one statement; None if there is none."""
+    query = _BLOCK_BY_LABEL.with_for_update() if for_update else _BLOCK_BY_LABEL
+    params = {"tenant_id": tenant_id, "agent_id": agent_id, "label": label}
+    row = conn.execute(query, params).mappings().first()
+    return None if row is None else _record(row)
+
+
 def block_id_for_label(conn: Connection, agent_id: str, label: str) -> str | None:
-    query = select(schema.agent_blocks.c.block_id).where(
-        schema.agent_blocks.c.agent_id == agent_id, schema.agent_blocks.c.label == label
-    )
-    return conn.execute(query).scalar_one_or_none()
+    return conn.execute(_BLOCK_ID_FOR_LABEL, {"agent_id": agent_id, "label": label}).scalar_one_or_none()
 
 
 def agent_blocks(conn: Connection, agent_id: str) -> list[BlockRecord]:
     """The blocks attached to an agent, in attach order."""
-    query = (
-        select(schema.blocks)
-        .join(schema.agent_blocks, schema.agent_blocks.c.block_id == schema.blocks.c.id)
-        .where(schema.agent_blocks.c.agent_id == agent_id)
-        .order_by(schema.agent_blocks.c.position)
-    )
-    return [_record(row) for row in conn.execute(query).mappings()]
+    return [_record(row) for row in conn.execute(_AGENT_BLOCKS, {"agent_id": agent_id}).mappings()]
 
 
 def tenant_blocks(conn: Connection, tenant_id: str, page: Page) -> list[BlockRecord]:
@@ -69,18 +103,12 @@ def tenant_blocks(conn: Connection, tenant_id: str, page: Page) -> list[BlockRec
 
 
 def agent_labels(conn: Connection, agent_id: str) -> tuple[str, ...]:
-    query = (
-        select(schema.agent_blocks.c.label)
-        .where(schema.agent_blocks.c.agent_id == agent_id)
-        .order_by(schema.agent_blocks.c.position)
-    )
-    return tuple(conn.execute(query).scalars())
+    return tuple(conn.execute(_AGENT_LABELS, {"agent_id": agent_id}).scalars())
 
 
 def holders(conn: Connection, block_id: str) -> list[str]:
     """Ids of the agents the block is attached to."""
-    query = select(schema.agent_blocks.c.agent_id).where(schema.agent_blocks.c.block_id == block_id)
-    return list(conn.execute(query).scalars())
+    return list(conn.execute(_HOLDERS, {"block_id": block_id}).scalars())
 
 
 def write_block(
@@ -95,12 +123,11 @@ def write_block(
     stored = _with_version(new, old.version + 1)
     stamp = now_us()
     result = conn.execute(
-        update(schema.blocks)
-        .where(schema.blocks.c.id == old.id, schema.blocks.c.version == old.version)
-        .values(updated_us=stamp, **_columns(stored))
+        _WRITE_IF_AT_VERSION,
+        {"match_id": old.id, "match_version": old.version, "updated_us": stamp, **_columns(stored)},
     )
     if result.rowcount != 1:
-        actual = conn.execute(select(schema.blocks.c.version).where(schema.blocks.c.id == old.id)).scalar()
+        actual = conn.execute(_VERSION_OF, {"block_id": old.id}).scalar()
         raise EtagMismatch(f"Block '{old.label}'", expected=etag_of(old.version), actual=etag_of(actual or 0))
     if stored.label != old.label:
         _relabel(conn, old.id, stored.label)
@@ -143,7 +170,7 @@ def detach(conn: Connection, agent_id: str, block_id: str) -> bool:
     """Detach; False if it was not attached."""
     result = conn.execute(
         delete(schema.agent_blocks).where(
-            and_(schema.agent_blocks.c.agent_id == agent_id, schema.agent_blocks.c.block_id == block_id)
+            schema.agent_blocks.c.agent_id == agent_id, schema.agent_blocks.c.block_id == block_id
         )
     )
     return result.rowcount > 0
@@ -186,9 +213,15 @@ def _record_version(conn: Connection, block: Block, *, source: str, actor: str, 
     columns = _columns(block)
     del columns["id"], columns["version"]
     conn.execute(
-        insert(schema.block_versions).values(
-            block_id=block.id, version=block.version, source=source, actor=actor, changed_us=stamp, **columns
-        )
+        _INSERT_VERSION,
+        {
+            "block_id": block.id,
+            "version": block.version,
+            "source": source,
+            "actor": actor,
+            "changed_us": stamp,
+            **columns,
+        },
     )
 
 

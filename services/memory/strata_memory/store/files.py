@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
 
@@ -12,6 +12,12 @@ from strata_memory.domain.errors import FileNotFound
 from strata_memory.store import schema
 from strata_memory.store.records import FileRecord, Page, now_us
 from strata_serving.errors import AlreadyExists
+
+_AGENT_FILES = (
+    select(schema.files)
+    .where(schema.files.c.agent_id == bindparam("agent_id"))
+    .order_by(schema.files.c.directory, schema.files.c.created_us, schema.files.c.id)
+)
 
 
 def insert_file(conn: Connection, file: FileRecord) -> FileRecord:
@@ -39,14 +45,8 @@ def get_file(conn: Connection, tenant_id: str, file_id: str) -> FileRecord:
 
 def agent_files(conn: Connection, agent_id: str, page: Page | None = None) -> list[FileRecord]:
     """An agent's files ordered by directory, then attach time."""
-    query = (
-        select(schema.files)
-        .where(schema.files.c.agent_id == agent_id)
-        .order_by(schema.files.c.directory, schema.files.c.created_us, schema.files.c.id)
-    )
-    if page is not None:
-        query = query.offset(page.offset).limit(page.size)
-    return [_record(row) for row in conn.execute(query).mappings()]
+    query = _AGENT_FILES if page is None else _AGENT_FILES.offset(page.offset).limit(page.size)
+    return [_record(row) for row in conn.execute(query, {"agent_id": agent_id}).mappings()]
 
 
 def write_file(conn: Connection, file: FileRecord) -> FileRecord:

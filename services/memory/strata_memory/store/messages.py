@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
 from strata_memory.store import agents, schema
 from strata_memory.store.records import MessageRecord, Page, ToolCallRecord
+
+_COUNT = (
+    select(func.count())
+    .select_from(schema.messages)
+    .where(schema.messages.c.agent_id == bindparam("agent_id"))
+)
 
 
 def append(conn: Connection, new: Sequence[MessageRecord]) -> list[MessageRecord]:
@@ -39,8 +45,7 @@ def list_messages(
 
 
 def count(conn: Connection, agent_id: str) -> int:
-    query = select(func.count()).select_from(schema.messages).where(schema.messages.c.agent_id == agent_id)
-    return int(conn.execute(query).scalar_one())
+    return int(conn.execute(_COUNT, {"agent_id": agent_id}).scalar_one())
 
 
 def _filter(agent_id: str, conversation_id: str, roles: Sequence[str]) -> list[ColumnElement[bool]]:

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.engine import Connection
 
 from strata_memory.store import schema
 from strata_memory.store.records import PromptRecord
 
+_prompts = schema.system_prompts
+_WHERE = (
+    _prompts.c.agent_id == bindparam("agent_id"),
+    _prompts.c.conversation_id == bindparam("conversation_id"),
+)
+_PROMPT = select(_prompts).where(*_WHERE)
+_DELETE_PROMPT = delete(_prompts).where(*_WHERE)
+_INSERT_PROMPT = insert(_prompts)
+
 
 def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | None:
-    row = (
-        conn.execute(
-            select(schema.system_prompts).where(
-                schema.system_prompts.c.agent_id == agent_id,
-                schema.system_prompts.c.conversation_id == conversation_id,
-            )
-        )
-        .mappings()
-        .first()
-    )
+    params = {"agent_id": agent_id, "conversation_id": conversation_id}
+    row = conn.execute(_PROMPT, params).mappings().first()
     if row is None:
         return None
     return PromptRecord(
@@ -28,18 +29,9 @@ def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptR
 
 
 def save_prompt(conn: Connection, prompt: PromptRecord) -> None:
-    table = schema.system_prompts
+    where = {"agent_id": prompt.agent_id, "conversation_id": prompt.conversation_id}
+    conn.execute(_DELETE_PROMPT, where)
     conn.execute(
-        delete(table).where(
-            table.c.agent_id == prompt.agent_id, table.c.conversation_id == prompt.conversation_id
-        )
-    )
-    conn.execute(
-        insert(table).values(
-            agent_id=prompt.agent_id,
-            conversation_id=prompt.conversation_id,
-            text=prompt.text,
-            fingerprint=prompt.fingerprint,
-            compiled_us=prompt.compiled_us,
-        )
+        _INSERT_PROMPT,
+        {**where, "text": prompt.text, "fingerprint": prompt.fingerprint, "compiled_us": prompt.compiled_us},
     )

@@ -1,0 +1,136 @@
+"""How many SQL statements the hot paths run, counted on a real SQLite store.
+
+Each statement costs more in SQLAlchemy's bookkeeping than in SQLite (bench/perf/findings.md), so
+reads and tool edits are kept to a fixed, small number; these tests fail if a path starts re-reading.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from strata_memory.domain.errors import AgentNotFound, BlockNotFound
+from strata_memory.domain.model import Block, RecompilePolicy, RenderMode, ToolResultStyle
+from strata_memory.operations.blocks import BlockLocator
+from strata_memory.operations.prompts import Prompts
+from strata_memory.operations.tools import ToolCall, ToolRunner
+from strata_memory.store import agents as agent_rows
+from strata_memory.store import blocks as block_rows
+from strata_memory.store.database import Database
+from strata_memory.store.records import AgentRecord
+
+
+class Statements:
+    """Every statement the store's engines send to SQLite while ``counting`` is on."""
+
+    def __init__(self, db: Database) -> None:
+        self.sent: list[str] = []
+        self.counting = False
+        for engine in (db._reader, db._writer):
+            event.listen(engine, "before_cursor_execute", self._seen)
+
+    def _seen(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if self.counting:
+            self.sent.append(statement.split(maxsplit=1)[0])
+
+    def during(self) -> _Window:
+        return _Window(self)
+
+
+class _Window:
+    def __init__(self, statements: Statements) -> None:
+        self._statements = statements
+
+    def __enter__(self) -> list[str]:
+        self._statements.sent.clear()
+        self._statements.counting = True
+        return self._statements.sent
+
+    def __exit__(self, *_: object) -> None:
+        self._statements.counting = False
+
+
+def _agent(agent_id: str, policy: RecompilePolicy = RecompilePolicy.ON_EDIT) -> AgentRecord:
+    return AgentRecord(
+        id=agent_id,
+        tenant_id="t",
+        name=agent_id,
+        system="You are Sam.",
+        render_mode=RenderMode.STANDARD,
+        recompile_policy=policy,
+        timezone="UTC",
+        tool_result_style=ToolResultStyle.FULL_VALUE,
+        version=1,
+        created_us=0,
+        updated_us=0,
+    )
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(f"sqlite:///{tmp_path}/memory.sqlite3")
+    database.migrate()
+    with database.writing() as conn:
+        agent_rows.insert_agent(conn, _agent("agent-1"))
+        agent_rows.insert_agent(conn, _agent("agent-empty"))
+        for label in ("persona", "human"):
+            block = Block(label=label, value=f"{label} notes", limit=1000, id=f"block-{label}")
+            stored = block_rows.insert_block(conn, "t", block, source="test", actor="test")
+            block_rows.attach(conn, "agent-1", stored.block)
+    yield database
+    database.close()
+
+
+def test_a_block_is_read_by_its_label_in_one_statement(db: Database) -> None:
+    statements = Statements(db)
+    with db.reading() as conn, statements.during() as sent:
+        record = BlockLocator(agent_id="agent-1", label="human").find(conn, "t")
+    assert record.block.value == "human notes"
+    assert sent == ["SELECT"]
+
+
+def test_a_missing_label_still_names_the_labels_the_agent_has(db: Database) -> None:
+    with db.reading() as conn, pytest.raises(BlockNotFound) as missing:
+        BlockLocator(agent_id="agent-1", label="nope").find(conn, "t")
+    assert "persona" in missing.value.message
+    assert "human" in missing.value.message
+    with db.reading() as conn, pytest.raises(AgentNotFound):
+        BlockLocator(agent_id="agent-404", label="human").find(conn, "t")
+    with db.reading() as conn, pytest.raises(AgentNotFound):  # another tenant sees neither
+        BlockLocator(agent_id="agent-1", label="human").find(conn, "other")
+
+
+def test_an_agent_and_its_labels_are_one_statement_in_attach_order(db: Database) -> None:
+    statements = Statements(db)
+    with db.reading() as conn, statements.during() as sent:
+        agent = agent_rows.get_agent(conn, "t", "agent-1")
+        empty = agent_rows.get_agent(conn, "t", "agent-empty")
+    assert agent.block_labels == ("persona", "human")
+    assert empty.block_labels == ()
+    assert sent == ["SELECT", "SELECT"]
+    with db.reading() as conn, pytest.raises(AgentNotFound):
+        agent_rows.get_agent(conn, "other", "agent-1")
+
+
+async def test_a_tool_edit_with_its_recompile_stays_within_its_statement_budget(db: Database) -> None:
+    clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
+    runner = ToolRunner(db, Prompts(db, clock), clock)
+    statements = Statements(db)
+    call = ToolCall(
+        "t", "agent-1", "default", "core_memory_append", json.dumps({"label": "human", "content": "x"})
+    )
+    with statements.during() as sent:
+        run = await runner.execute(call)
+    assert run.ok
+    assert run.prompt_recompiled
+    assert run.block is not None
+    assert run.block.block.value == "human notes\nx"
+    # BEGIN, agent, blocks, update + history, holders, then the recompile: agent, archives, blocks,
+    # files, message count, conversations, prompt delete + insert.
+    assert len(sent) <= 14, sent

@@ -21,10 +21,8 @@ from strata_memory.domain.model import Directory, FileBlock, RecompilePolicy, Re
 from strata_memory.domain.prompt import MemoryStats, assemble_system_prompt, render_memory_metadata
 from strata_memory.domain.render import compile_memory
 from strata_memory.store import agents as agent_rows
-from strata_memory.store import archives as archive_rows
 from strata_memory.store import blocks as block_rows
 from strata_memory.store import files as file_rows
-from strata_memory.store import messages as message_rows
 from strata_memory.store import prompts as prompt_rows
 from strata_memory.store.database import Database
 from strata_memory.store.records import AgentRecord, FileRecord, Page, PromptRecord
@@ -129,14 +127,12 @@ class _Snapshot:
 
 
 def _snapshot(conn: Connection, agent: AgentRecord) -> _Snapshot:
-    archival_count, archival_tags = archive_rows.passage_stats(
-        conn, archive_rows.agent_archive_ids(conn, agent.id)
-    )
+    counts = prompt_rows.memory_counts(conn, agent.id)
     return _Snapshot(
         memory=_core_memory(conn, agent.id, agent.render_mode),
-        message_count=message_rows.count(conn, agent.id),
-        archival_count=archival_count,
-        archival_tags=archival_tags,
+        message_count=counts.messages,
+        archival_count=counts.passages,
+        archival_tags=counts.tags,
     )
 
 

@@ -11,22 +11,10 @@ from strata_memory.store import schema
 from strata_memory.store.records import ArchiveRecord, Page, PassageRecord, now_us
 from strata_serving.errors import NotFound
 
-# Read on every prompt compile: built once (see store/blocks.py).
 _AGENT_ARCHIVE_IDS = (
     select(schema.archive_agents.c.archive_id)
     .where(schema.archive_agents.c.agent_id == bindparam("agent_id"))
     .order_by(schema.archive_agents.c.created_us)
-)
-_PASSAGE_COUNT = (
-    select(func.count())
-    .select_from(schema.passages)
-    .where(schema.passages.c.archive_id.in_(bindparam("archive_ids", expanding=True)))
-)
-_PASSAGE_TAGS = (
-    select(schema.passage_tags.c.tag)
-    .distinct()
-    .where(schema.passage_tags.c.archive_id.in_(bindparam("archive_ids", expanding=True)))
-    .order_by(schema.passage_tags.c.tag)
 )
 
 
@@ -156,15 +144,6 @@ def delete_passage(conn: Connection, tenant_id: str, passage_id: str) -> None:
         raise PassageNotFound(passage_id)
     conn.execute(delete(schema.passage_tags).where(schema.passage_tags.c.passage_id == passage_id))
     conn.execute(delete(schema.passages).where(schema.passages.c.id == passage_id))
-
-
-def passage_stats(conn: Connection, archive_ids: Sequence[str]) -> tuple[int, list[str]]:
-    """How many passages the archives hold, and their distinct tags (sorted)."""
-    if not archive_ids:
-        return 0, []
-    params = {"archive_ids": list(archive_ids)}
-    count = conn.execute(_PASSAGE_COUNT, params).scalar_one()
-    return int(count), list(conn.execute(_PASSAGE_TAGS, params).scalars())
 
 
 def tenant_passage_ids(conn: Connection, tenant_id: str | None) -> list[str]:

@@ -1,21 +1,15 @@
-"""Message rows (recall memory): append with per-agent sequence numbers, list, count."""
+"""Message rows (recall memory): append with per-agent sequence numbers, list."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.sql.elements import ColumnElement
 
 from strata_memory.store import agents, schema
 from strata_memory.store.records import MessageRecord, Page, ToolCallRecord
-
-_COUNT = (
-    select(func.count())
-    .select_from(schema.messages)
-    .where(schema.messages.c.agent_id == bindparam("agent_id"))
-)
 
 
 def append(conn: Connection, new: Sequence[MessageRecord]) -> list[MessageRecord]:
@@ -42,10 +36,6 @@ def list_messages(
         .limit(page.size)
     )
     return [_record(row) for row in conn.execute(query).mappings()], int(total)
-
-
-def count(conn: Connection, agent_id: str) -> int:
-    return int(conn.execute(_COUNT, {"agent_id": agent_id}).scalar_one())
 
 
 def _filter(agent_id: str, conversation_id: str, roles: Sequence[str]) -> list[ColumnElement[bool]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, delete, insert, select
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, delete, func, insert, select
 from sqlalchemy.engine import Connection
 
 from strata_memory.store import schema
@@ -16,6 +18,47 @@ _WHERE = (
 _PROMPT = select(_prompts).where(*_WHERE)
 _DELETE_PROMPT = delete(_prompts).where(*_WHERE)
 _INSERT_PROMPT = insert(_prompts)
+
+# What <memory_metadata> counts, in one statement: the agent's messages and the passages of every
+# archive attached to it; the tags only when there are passages.
+_agent_archives = select(schema.archive_agents.c.archive_id).where(
+    schema.archive_agents.c.agent_id == bindparam("agent_id")
+)
+_COUNTS = select(
+    select(func.count())
+    .select_from(schema.messages)
+    .where(schema.messages.c.agent_id == bindparam("agent_id"))
+    .scalar_subquery()
+    .label("messages"),
+    select(func.count())
+    .select_from(schema.passages)
+    .where(schema.passages.c.archive_id.in_(_agent_archives))
+    .scalar_subquery()
+    .label("passages"),
+)
+_TAGS = (
+    select(schema.passage_tags.c.tag)
+    .distinct()
+    .where(schema.passage_tags.c.archive_id.in_(_agent_archives))
+    .order_by(schema.passage_tags.c.tag)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCounts:
+    """What the prompt's metadata reports beside core memory."""
+
+    messages: int
+    passages: int
+    tags: list[str]
+
+
+def memory_counts(conn: Connection, agent_id: str) -> MemoryCounts:
+    """Messages stored for the agent, passages in its archives and their distinct tags (sorted)."""
+    params = {"agent_id": agent_id}
+    messages, passages = conn.execute(_COUNTS, params).one()
+    tags = list(conn.execute(_TAGS, params).scalars()) if passages else []
+    return MemoryCounts(int(messages), int(passages), tags)
 
 
 def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | None:

@@ -96,11 +96,17 @@ class Prompts:
         for conversation in agent_rows.list_conversations(conn, agent.id, _ALL):
             prompt_rows.save_prompt(conn, _prompt(agent, snapshot, conversation.id, now))
 
-    def after_memory_change(self, conn: Connection, tenant_id: str, agent_ids: Iterable[str]) -> bool:
-        """Apply each agent's policy after its memory changed; True if any prompt was recompiled."""
+    def after_memory_change(
+        self, conn: Connection, tenant_id: str, agent_ids: Iterable[str], *, read: Iterable[AgentRecord] = ()
+    ) -> bool:
+        """Apply each agent's policy after its memory changed; True if any prompt was recompiled.
+
+        ``read`` holds agents the caller already read in this transaction (they are not read again).
+        """
+        known = {agent.id: agent for agent in read}
         recompiled = False
         for agent_id in dict.fromkeys(agent_ids):
-            agent = agent_rows.get_agent(conn, tenant_id, agent_id)
+            agent = known.get(agent_id) or agent_rows.get_agent(conn, tenant_id, agent_id)
             if agent.recompile_policy is RecompilePolicy.ON_EDIT:
                 self.recompile_all(conn, agent)
                 recompiled = True

@@ -116,7 +116,9 @@ class ToolRunner:
             agent.id,
             *(holder for block_id in touched for holder in block_rows.holders(conn, block_id)),
         ]
-        recompiled = bool(touched) and self._prompts.after_memory_change(conn, call.tenant_id, affected)
+        recompiled = bool(touched) and self._prompts.after_memory_change(
+            conn, call.tenant_id, affected, read=[agent]
+        )
         edited = None if outcome.edited_label is None else memory.get(outcome.edited_label)
         return ToolRun(
             ok=True,

@@ -30,6 +30,8 @@ _BLOCK_BY_LABEL = (
         _blocks.c.tenant_id == bindparam("tenant_id"),
     )
 )
+_BLOCK_BY_ID_FOR_UPDATE = _BLOCK_BY_ID.with_for_update()  # PostgreSQL row lock; SQLite ignores it
+_BLOCK_BY_LABEL_FOR_UPDATE = _BLOCK_BY_LABEL.with_for_update(of=_blocks)
 _BLOCK_ID_FOR_LABEL = select(_attached.c.block_id).where(
     _attached.c.agent_id == bindparam("agent_id"), _attached.c.label == bindparam("label")
 )
@@ -65,7 +67,7 @@ def insert_block(conn: Connection, tenant_id: str, block: Block, *, source: str,
 
 
 def get_block(conn: Connection, tenant_id: str, block_id: str, *, for_update: bool = False) -> BlockRecord:
-    query = _BLOCK_BY_ID.with_for_update() if for_update else _BLOCK_BY_ID
+    query = _BLOCK_BY_ID_FOR_UPDATE if for_update else _BLOCK_BY_ID
     row = conn.execute(query, {"block_id": block_id, "tenant_id": tenant_id}).mappings().first()
     if row is None:
         raise BlockNotFound(block_id)
@@ -76,7 +78,7 @@ def block_by_label(
     conn: Connection, tenant_id: str, agent_id: str, label: str, *, for_update: bool = False
 ) -> BlockRecord | None:
     """The block an agent holds under ``label``, in one statement; None if there is none."""
-    query = _BLOCK_BY_LABEL.with_for_update() if for_update else _BLOCK_BY_LABEL
+    query = _BLOCK_BY_LABEL_FOR_UPDATE if for_update else _BLOCK_BY_LABEL
     params = {"tenant_id": tenant_id, "agent_id": agent_id, "label": label}
     row = conn.execute(query, params).mappings().first()
     return None if row is None else _record(row)

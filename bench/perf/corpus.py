@@ -26,8 +26,17 @@ def _locomo_turns() -> list[str]:
     turns: list[str] = []
     for path in sorted((DATA_DIR / "locomo" / "turns").glob("*.jsonl")):
         with path.open(encoding="utf-8") as lines:
-            turns += [f"{row['speaker']}: {row['text']}" for row in map(json.loads, lines)]
+            turns += [one_line(f"{row['speaker']}: {row['text']}") for row in map(json.loads, lines)]
     return turns
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (line breaks, U+2028, ...) as one space.
+
+    The corpus is stored one document a line and read back with ``str.splitlines``, which also
+    splits at Unicode line separators; two LoCoMo turns hold one, which shifted every later line.
+    """
+    return " ".join(text.split())
 
 
 def _windows(abstracts: list[list[str]]) -> Iterator[str]:

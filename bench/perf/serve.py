@@ -69,6 +69,8 @@ class PrecomputedEmbedder:
 
 def save_precomputed(path: Path, texts: Sequence[str], vectors: Vectors) -> Path:
     """A table for ``--precomputed``: ``texts.txt`` (one a line) and ``vectors.npy`` (row per text)."""
+    if any(len(text.splitlines()) != 1 for text in texts):
+        raise ValueError("every text must be one line (see bench.perf.corpus.one_line)")
     path.mkdir(parents=True, exist_ok=True)
     (path / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     np.save(path / "vectors.npy", np.asarray(vectors, dtype=np.float32))

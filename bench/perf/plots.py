@@ -22,19 +22,36 @@ def _save(figure: Any, path: Path) -> Path:
 
 
 def search_latency_vs_size(retrieval: list[dict[str, Any]], path: Path) -> Path:
-    """gRPC search p50 and p99 at concurrency 1 against corpus size, one line per mode."""
+    """gRPC search p50 and p99 at concurrency 1 against corpus size, one line per mode and corpus.
+
+    The first run is ``make bench`` (every document embedded); a second one is ``make bench-large``
+    (generated vectors), drawn with square markers: the two corpora differ, so they are not joined.
+    """
     figure, axes = plt.subplots(figsize=(7, 4.2))
-    for mode, color in zip(MODES, ("tab:blue", "tab:green", "tab:red"), strict=True):
-        points = sorted(
-            (int(size), entry["grpc"][f"{mode}_c1"]["latency_ms"])
-            for run in retrieval
-            for size, entry in run["sizes"].items()
-        )
-        if not points:
-            continue
-        sizes = [p[0] for p in points]
-        axes.plot(sizes, [p[1]["p50"] for p in points], "o-", color=color, label=f"{mode} p50")
-        axes.plot(sizes, [p[1]["p99"] for p in points], "o--", color=color, alpha=0.6, label=f"{mode} p99")
+    for number, run in enumerate(retrieval):
+        marker, corpus = ("o", "") if number == 0 else ("s", ", generated")
+        for mode, color in zip(MODES, ("tab:blue", "tab:green", "tab:red"), strict=True):
+            points = sorted(
+                (
+                    (int(size), entry["grpc"][f"{mode}_c1"]["latency_ms"])
+                    for size, entry in run["sizes"].items()
+                ),
+                key=lambda point: point[0],
+            )
+            if not points:
+                continue
+            sizes = [p[0] for p in points]
+            axes.plot(
+                sizes, [p[1]["p50"] for p in points], f"{marker}-", color=color, label=f"{mode} p50{corpus}"
+            )
+            axes.plot(
+                sizes,
+                [p[1]["p99"] for p in points],
+                f"{marker}--",
+                color=color,
+                alpha=0.5,
+                label=f"{mode} p99{corpus}",
+            )
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("documents in the agent's corpus")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, TagMatch
-from strata_retrieval.text_index import MAX_QUERY_WORDS, TantivyTextIndex, query_words
+from strata_retrieval.text_index import MAX_QUERY_WORDS, TantivyTextIndex, query_words, search_terms
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -162,6 +162,25 @@ def test_field_syntax_is_searched_as_plain_words(index: TantivyTextIndex) -> Non
 def test_query_words_keep_unicode_words_and_are_capped() -> None:
     assert query_words("Grüße, naïve café! 東京") == ["Grüße", "naïve", "café", "東京"]
     assert len(query_words("w " * 1000)) == MAX_QUERY_WORDS
+
+
+def test_function_words_leave_the_query_unless_nothing_else_is_left() -> None:
+    assert search_terms("What is the name of the park?") == ["name", "park"]
+    assert search_terms("Who is it?") == ["Who"]  # question words stay
+    assert search_terms("is it the") == ["is", "it", "the"]
+
+
+def test_function_words_do_not_change_which_documents_rank_or_how(index: TantivyTextIndex) -> None:
+    plain = [(hit.key, hit.score) for hit in index.search("running park", T1, 10)]
+    worded = [(hit.key, hit.score) for hit in index.search("Was the running in a park?", T1, 10)]
+    assert worded == plain
+
+
+def test_function_words_are_still_indexed_and_found_alone(tmp_path: Path) -> None:
+    text_index = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text_index.upsert([doc("hamlet", "to be or not to be"), doc("park", "a walk in the park")])
+    assert [hit.key for hit in text_index.search("to be", T1, 10)] == [doc("hamlet", "").key]
+    assert [hit.key for hit in text_index.search("the walk", T1, 10)] == [doc("park", "").key]
 
 
 def test_upsert_replaces_by_key_and_is_visible_on_return(index: TantivyTextIndex) -> None:

@@ -98,7 +98,7 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     return out
 
 
-def run_large(budget_minutes: float, sizes: list[int], base: int) -> Path:
+def run_large(budget_minutes: float, sizes: list[int], base: int, out: Path | None = None) -> Path:
     started, load_before = datetime.now(UTC), _load()
     deadline = time.monotonic() + budget_minutes * 60
     work = _fresh(WORK / "large")
@@ -110,7 +110,7 @@ def run_large(budget_minutes: float, sizes: list[int], base: int) -> Path:
     ) + f" (This run: a base of {base:,} texts.)"
     command = "make bench-large" if sizes == LARGE_SIZES and base == large.BASE else " ".join(sys.argv)
     results = {"retrieval": found, "meta": _meta(command, started, load_before)}
-    out = RESULTS / "perf_large.json"
+    out = out or RESULTS / "perf_large.json"
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     shutil.rmtree(work, ignore_errors=True)
     return out
@@ -138,12 +138,15 @@ def main() -> None:
         "--budget-minutes", type=float, help="stop growing the corpus past this (default 17/120)"
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=LARGE_SIZES, help="--large: corpus sizes")
+    parser.add_argument(
+        "--output", type=Path, help="--large: write here instead of bench/results/perf_large.json"
+    )
     parser.add_argument("--base", type=int, default=large.BASE, help="--large: real texts embedded")
     args = parser.parse_args()
     if args.report_only:
         write_report()
     elif args.large:
-        run_large(args.budget_minutes or 120.0, sorted(args.sizes), args.base)
+        run_large(args.budget_minutes or 120.0, sorted(args.sizes), args.base, args.output)
         write_report()
     else:
         run_bench(args.quick, args.budget_minutes or 17.0)

@@ -6,6 +6,7 @@ reads and tool edits are kept to a fixed, small number; these tests fail if a pa
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,34 +27,22 @@ from strata_memory.store.database import Database
 from strata_memory.store.records import AgentRecord
 
 
-class Statements:
-    """Every statement the store's engines send to SQLite while ``counting`` is on."""
+@contextlib.contextmanager
+def statements_sent(db: Database) -> Iterator[list[str]]:
+    """The first keyword of every statement the store's engines send to SQLite inside the block."""
+    sent: list[str] = []
 
-    def __init__(self, db: Database) -> None:
-        self.sent: list[str] = []
-        self.counting = False
-        for engine in (db._reader, db._writer):
-            event.listen(engine, "before_cursor_execute", self._seen)
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement.split(maxsplit=1)[0])
 
-    def _seen(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if self.counting:
-            self.sent.append(statement.split(maxsplit=1)[0])
-
-    def during(self) -> _Window:
-        return _Window(self)
-
-
-class _Window:
-    def __init__(self, statements: Statements) -> None:
-        self._statements = statements
-
-    def __enter__(self) -> list[str]:
-        self._statements.sent.clear()
-        self._statements.counting = True
-        return self._statements.sent
-
-    def __exit__(self, *_: object) -> None:
-        self._statements.counting = False
+    engines = (db._reader, db._writer)
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", seen)
+    try:
+        yield sent
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", seen)
 
 
 def _agent(agent_id: str, policy: RecompilePolicy = RecompilePolicy.ON_EDIT) -> AgentRecord:
@@ -88,8 +77,7 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 
 def test_a_block_is_read_by_its_label_in_one_statement(db: Database) -> None:
-    statements = Statements(db)
-    with db.reading() as conn, statements.during() as sent:
+    with db.reading() as conn, statements_sent(db) as sent:
         record = BlockLocator(agent_id="agent-1", label="human").find(conn, "t")
     assert record.block.value == "human notes"
     assert sent == ["SELECT"]
@@ -107,8 +95,7 @@ def test_a_missing_label_still_names_the_labels_the_agent_has(db: Database) -> N
 
 
 def test_an_agent_and_its_labels_are_one_statement_in_attach_order(db: Database) -> None:
-    statements = Statements(db)
-    with db.reading() as conn, statements.during() as sent:
+    with db.reading() as conn, statements_sent(db) as sent:
         agent = agent_rows.get_agent(conn, "t", "agent-1")
         empty = agent_rows.get_agent(conn, "t", "agent-empty")
     assert agent.block_labels == ("persona", "human")
@@ -121,11 +108,10 @@ def test_an_agent_and_its_labels_are_one_statement_in_attach_order(db: Database)
 async def test_a_tool_edit_with_its_recompile_stays_within_its_statement_budget(db: Database) -> None:
     clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
     runner = ToolRunner(db, Prompts(db, clock), clock)
-    statements = Statements(db)
     call = ToolCall(
         "t", "agent-1", "default", "core_memory_append", json.dumps({"label": "human", "content": "x"})
     )
-    with statements.during() as sent:
+    with statements_sent(db) as sent:
         run = await runner.execute(call)
     assert run.ok
     assert run.prompt_recompiled

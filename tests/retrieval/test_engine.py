@@ -91,3 +91,17 @@ def test_maintenance_builds_indexes_and_search_stays_correct(engine: RetrievalEn
 
 def test_newest_first_when_the_query_is_blank(engine: RetrievalEngine) -> None:
     assert search(engine, " ", SearchMode.VECTOR, top_k=2) == ["f5", "f4"]
+
+
+def test_a_failing_text_leg_fails_the_hybrid_search_and_the_next_one_succeeds(
+    engine: RetrievalEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The text leg runs on its own thread in hybrid mode; its error must reach the caller.
+    def broken(*_: object) -> list[object]:
+        raise OSError("text index unreadable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(engine._text, "search", broken)
+        with pytest.raises(OSError, match="text index unreadable"):
+            search(engine, "glucose", SearchMode.HYBRID)
+    assert search(engine, "which hormone reduces blood glucose", SearchMode.HYBRID)[0] == "f2"

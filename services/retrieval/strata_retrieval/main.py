@@ -68,6 +68,7 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
         default_weights=settings.default_weights,
         limits=settings.limits,
         hnsw_build_threshold=settings.hnsw_build_threshold,
+        search_threads=settings.workers,
     )
     engine = RetrievalEngine(embedder, vectors, TantivyTextIndex(settings.data_dir / "text"), config)
     engine.maintain()

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from bench.perf.serve import bench_precision
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as rpb_mem
@@ -540,7 +541,7 @@ async def run(variants: Sequence[int], reuse: Sequence[int]) -> dict[str, Any]:
     defaults = MemorySettings()
     default_context = defaults.recall_context_turns
     models = Path(os.environ.get("STRATA_MODEL_CACHE", Path.home() / ".cache" / "strata" / "models"))
-    embedder = OnnxSentenceEmbedder.load(models, threads=2, batch_size=32)
+    embedder = OnnxSentenceEmbedder.load(models, precision=bench_precision(), threads=2, batch_size=32)
     order = [default_context] + [v for v in dict.fromkeys(variants) if v != default_context]
     runs = []
     rows: list[dict[str, Any]] = []
@@ -585,7 +586,7 @@ async def run(variants: Sequence[int], reuse: Sequence[int]) -> dict[str, Any]:
         },
         "evidence_ids_not_in_turns": main_run.unmapped_evidence,
         "config": {
-            "embedding_model": "all-MiniLM-L6-v2 (ONNX)",
+            "embedding_model": f"{embedder.name} (ONNX)",
             "message": "role user, name = speaker, content = text [+ ' [image: <blip_caption>]'], "
             "create_time = session date",
             "limit": LIMIT,

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.perf.corpus import chat_documents
-from bench.perf.serve import MODEL_CACHE, save_precomputed
+from bench.perf.serve import MODEL_CACHE, bench_precision, save_precomputed
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 
 BASE = 20_000
@@ -27,7 +27,7 @@ SEED = 20261202
 def generate(count: int, directory: Path, *, base_size: int = BASE) -> tuple[list[str], Path]:
     """``count`` texts and a precomputed-vector table for them under ``directory``."""
     base = chat_documents(min(base_size, count))
-    model = OnnxSentenceEmbedder.load(MODEL_CACHE, threads=2)
+    model = OnnxSentenceEmbedder.load(MODEL_CACHE, precision=bench_precision(), threads=2)
     began = time.monotonic()
     embedded = np.concatenate([model.embed_documents(base[i : i + 256]) for i in range(0, len(base), 256)])
     print(f"  embedded {len(base)} base documents in {time.monotonic() - began:.0f} s", flush=True)

@@ -27,7 +27,7 @@ from bench.perf import breakdown
 from bench.perf.corpus import chat_documents, queries
 from bench.perf.processes import ServerProcess, disk_mib, rss_mib
 from bench.perf.scenarios import HEALTH, Call, Durations, measure
-from bench.perf.serve import MODEL_CACHE, save_precomputed
+from bench.perf.serve import MODEL_CACHE, bench_precision, save_precomputed
 from strata_retrieval.documents import DocumentFilter, SearchMode, document_key
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.vectors.payload import VECTOR_NAME
@@ -140,9 +140,15 @@ def run(
     texts = texts if texts is not None else chat_documents(max(sizes))
     corpus_file.write_text("\n".join(texts) + "\n", encoding="utf-8")
     asked = queries(BREAKDOWN_QUERIES)
-    model = OnnxSentenceEmbedder.load(MODEL_CACHE, threads=2)
+    model = OnnxSentenceEmbedder.load(MODEL_CACHE, precision=bench_precision(), threads=2)
     data_dir = work / "retrieval"
-    results: dict[str, Any] = {"sizes": {}, "skipped": {}, "batch": BATCH, "precomputed": bool(precomputed)}
+    results: dict[str, Any] = {
+        "sizes": {},
+        "skipped": {},
+        "batch": BATCH,
+        "precomputed": bool(precomputed),
+        "embedder": model.name,
+    }
     server = _server(data_dir, work / "retrieval.log", precomputed).start()
     results["empty"] = {"start_s": round(server.start_seconds, 2), **rss_mib(server.pid)}
     indexed, step = 0, None

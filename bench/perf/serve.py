@@ -25,12 +25,17 @@ from grpc_health.v1 import health_pb2_grpc
 
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
-from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 
 MODEL_CACHE = Path(".cache/bench/models")
+
+
+def bench_precision() -> Precision:
+    """The precision benchmarks embed with: ``STRATA_RETRIEVAL_EMBEDDER_PRECISION``, else the default."""
+    return RetrievalSettings().embedder_precision or DEFAULT_PRECISION
 
 
 class PrecomputedEmbedder:
@@ -125,7 +130,10 @@ async def serve_retrieval(args: argparse.Namespace) -> None:
         log_json=False,
     )
     model = OnnxSentenceEmbedder.load(
-        MODEL_CACHE, threads=settings.embedder_threads, batch_size=settings.embedder_batch_size
+        MODEL_CACHE,
+        precision=bench_precision(),
+        threads=settings.embedder_threads,
+        batch_size=settings.embedder_batch_size,
     )
     embedder = load_precomputed(model, args.precomputed) if args.precomputed else model
     app = RetrievalApp(settings, embedder=embedder)

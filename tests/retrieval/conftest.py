@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder, Precision
 
 
 @pytest.fixture(scope="session")
@@ -16,5 +16,12 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def embedder(model_cache: Path) -> OnnxSentenceEmbedder:
-    """all-MiniLM-L6-v2 through onnxruntime, its graph written from the shipped weights."""
+    """all-MiniLM-L6-v2 through onnxruntime, its graph written from the shipped weights, at the
+    default precision (int8) the service uses for a new index."""
     return OnnxSentenceEmbedder.load(model_cache, threads=2, batch_size=16)
+
+
+@pytest.fixture(scope="session")
+def fp32_embedder(model_cache: Path) -> OnnxSentenceEmbedder:
+    """The model exactly as published (fp32)."""
+    return OnnxSentenceEmbedder.load(model_cache, precision=Precision.FP32, threads=2, batch_size=16)

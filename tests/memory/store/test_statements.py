@@ -24,7 +24,7 @@ from strata_memory.operations.tools import ToolCall, ToolRunner
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
 from strata_memory.store.database import Database
-from strata_memory.store.records import AgentRecord
+from strata_memory.store.records import AgentRecord, Page
 
 
 @contextlib.contextmanager
@@ -120,3 +120,23 @@ async def test_a_tool_edit_with_its_recompile_stays_within_its_statement_budget(
     # BEGIN, agent, blocks, update + history, holders, then the recompile: message and passage counts,
     # blocks, files, conversations, prompt delete + insert.
     assert len(sent) <= 12, sent
+
+
+def test_a_page_of_agents_with_their_labels_is_one_statement(db: Database) -> None:
+    with db.writing() as conn:
+        agent_rows.insert_agent(conn, _agent("agent-2"))
+        block = Block(label="notes", value="n", limit=100, id="block-notes")
+        stored = block_rows.insert_block(conn, "t", block, source="test", actor="test")
+        block_rows.attach(conn, "agent-2", stored.block)
+    with db.reading() as conn, statements_sent(db) as sent:
+        everyone = agent_rows.list_agents(conn, "t", Page(offset=0, size=10))
+        second_page = agent_rows.list_agents(conn, "t", Page(offset=1, size=1))
+    assert [(a.id, a.block_labels) for a in everyone] == [  # oldest first
+        ("agent-1", ("persona", "human")),
+        ("agent-empty", ()),
+        ("agent-2", ("notes",)),
+    ]
+    assert [a.id for a in second_page] == ["agent-empty"]  # the page counts agents, not label rows
+    assert sent == ["SELECT", "SELECT"]
+    with db.reading() as conn:
+        assert agent_rows.list_agents(conn, "other", Page(offset=0, size=10)) == []

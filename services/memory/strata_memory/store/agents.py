@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
@@ -29,6 +31,20 @@ _AGENT_WITH_LABELS = (
     .order_by(_attached.c.position)
 )
 _AGENT_FOR_UPDATE = _AGENT_WITH_LABELS.with_for_update(of=_agents)  # PostgreSQL: lock the agent row only
+_AGENT_PAGE = (
+    select(_agents)
+    .where(_agents.c.tenant_id == bindparam("tenant_id"))
+    .order_by(_agents.c.created_us, _agents.c.id)
+    .offset(bindparam("offset"))
+    .limit(bindparam("size"))
+    .subquery()
+)
+# A page of agents with their labels (one row per attached block), agents oldest first.
+_AGENT_PAGE_WITH_LABELS = (
+    select(_AGENT_PAGE, _attached.c.label.label("block_label"))
+    .outerjoin(_attached, _attached.c.agent_id == _AGENT_PAGE.c.id)
+    .order_by(_AGENT_PAGE.c.created_us, _AGENT_PAGE.c.id, _attached.c.position)
+)
 _CONVERSATION = select(_conversations).where(
     _conversations.c.agent_id == bindparam("agent_id"), _conversations.c.id == bindparam("conversation_id")
 )
@@ -79,14 +95,13 @@ def get_agent(conn: Connection, tenant_id: str, agent_id: str, *, for_update: bo
 
 
 def list_agents(conn: Connection, tenant_id: str, page: Page) -> list[AgentRecord]:
-    query = (
-        select(schema.agents)
-        .where(schema.agents.c.tenant_id == tenant_id)
-        .order_by(schema.agents.c.created_us, schema.agents.c.id)
-        .offset(page.offset)
-        .limit(page.size)
-    )
-    return [_record(row, blocks.agent_labels(conn, row["id"])) for row in conn.execute(query).mappings()]
+    """One page of the tenant's agents, oldest first, each with its labels: one statement."""
+    params = {"tenant_id": tenant_id, "offset": page.offset, "size": page.size}
+    rows = conn.execute(_AGENT_PAGE_WITH_LABELS, params).mappings()
+    return [
+        _record(first, tuple(row["block_label"] for row in (first, *rest) if row["block_label"] is not None))
+        for first, *rest in (list(group) for _, group in itertools.groupby(rows, key=lambda row: row["id"]))
+    ]
 
 
 def write_agent(conn: Connection, current: AgentRecord, new: AgentRecord) -> AgentRecord:

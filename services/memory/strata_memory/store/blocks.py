@@ -41,11 +41,6 @@ _AGENT_BLOCKS = (
     .where(_attached.c.agent_id == bindparam("agent_id"))
     .order_by(_attached.c.position)
 )
-_AGENT_LABELS = (
-    select(_attached.c.label)
-    .where(_attached.c.agent_id == bindparam("agent_id"))
-    .order_by(_attached.c.position)
-)
 _HOLDERS = select(_attached.c.agent_id).where(_attached.c.block_id == bindparam("block_id"))
 _INSERT_BLOCK = insert(_blocks)
 _INSERT_VERSION = insert(schema.block_versions)
@@ -102,10 +97,6 @@ def tenant_blocks(conn: Connection, tenant_id: str, page: Page) -> list[BlockRec
         .limit(page.size)
     )
     return [_record(row) for row in conn.execute(query).mappings()]
-
-
-def agent_labels(conn: Connection, agent_id: str) -> tuple[str, ...]:
-    return tuple(conn.execute(_AGENT_LABELS, {"agent_id": agent_id}).scalars())
 
 
 def holders(conn: Connection, block_id: str) -> list[str]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import ColumnElement, Select, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.domain.errors import AgentNotFound, ConversationNotFound, EtagMismatch
@@ -31,14 +33,21 @@ _AGENT_WITH_LABELS = (
     .order_by(_attached.c.position)
 )
 _AGENT_FOR_UPDATE = _AGENT_WITH_LABELS.with_for_update(of=_agents)  # PostgreSQL: lock the agent row only
-_AGENT_PAGE = (
-    select(_agents)
-    .where(_agents.c.tenant_id == bindparam("tenant_id"))
-    .order_by(_agents.c.created_us, _agents.c.id)
-    .offset(bindparam("offset"))
-    .limit(bindparam("size"))
-    .subquery()
-)
+
+
+def _oldest_first_page(table: Table, *where: ColumnElement[bool]) -> Select[Any]:
+    """The rows of ``table`` matching ``where``, oldest first (then by id), one page bound as
+    ``offset`` / ``size``."""
+    return (
+        select(table)
+        .where(*where)
+        .order_by(table.c.created_us, table.c.id)
+        .offset(bindparam("offset"))
+        .limit(bindparam("size"))
+    )
+
+
+_AGENT_PAGE = _oldest_first_page(_agents, _agents.c.tenant_id == bindparam("tenant_id")).subquery()
 # A page of agents with their labels (one row per attached block), agents oldest first.
 _AGENT_PAGE_WITH_LABELS = (
     select(_AGENT_PAGE, _attached.c.label.label("block_label"))
@@ -48,13 +57,7 @@ _AGENT_PAGE_WITH_LABELS = (
 _CONVERSATION = select(_conversations).where(
     _conversations.c.agent_id == bindparam("agent_id"), _conversations.c.id == bindparam("conversation_id")
 )
-_CONVERSATIONS = (
-    select(_conversations)
-    .where(_conversations.c.agent_id == bindparam("agent_id"))
-    .order_by(_conversations.c.created_us, _conversations.c.id)
-    .offset(bindparam("offset"))
-    .limit(bindparam("size"))
-)
+_CONVERSATIONS = _oldest_first_page(_conversations, _conversations.c.agent_id == bindparam("agent_id"))
 _NEXT_SEQUENCE = select(_agents.c.next_sequence).where(_agents.c.id == bindparam("agent_id"))
 _SET_NEXT_SEQUENCE = (
     update(_agents)
@@ -91,7 +94,7 @@ def get_agent(conn: Connection, tenant_id: str, agent_id: str, *, for_update: bo
     rows = conn.execute(query, {"agent_id": agent_id, "tenant_id": tenant_id}).mappings().all()
     if not rows:
         raise AgentNotFound(agent_id)
-    return _record(rows[0], tuple(row["block_label"] for row in rows if row["block_label"] is not None))
+    return _record_with_labels(rows)
 
 
 def list_agents(conn: Connection, tenant_id: str, page: Page) -> list[AgentRecord]:
@@ -99,8 +102,7 @@ def list_agents(conn: Connection, tenant_id: str, page: Page) -> list[AgentRecor
     params = {"tenant_id": tenant_id, "offset": page.offset, "size": page.size}
     rows = conn.execute(_AGENT_PAGE_WITH_LABELS, params).mappings()
     return [
-        _record(first, tuple(row["block_label"] for row in (first, *rest) if row["block_label"] is not None))
-        for first, *rest in (list(group) for _, group in itertools.groupby(rows, key=lambda row: row["id"]))
+        _record_with_labels(list(group)) for _, group in itertools.groupby(rows, key=lambda row: row["id"])
     ]
 
 
@@ -173,6 +175,11 @@ def list_conversations(conn: Connection, agent_id: str, page: Page) -> list[Conv
         ConversationRecord(r["agent_id"], r["id"], r["created_us"])
         for r in conn.execute(_CONVERSATIONS, params).mappings()
     ]
+
+
+def _record_with_labels(rows: Sequence[RowMapping]) -> AgentRecord:
+    """One agent from its rows of an agent-with-labels query (a NULL label: no block attached)."""
+    return _record(rows[0], tuple(row["block_label"] for row in rows if row["block_label"] is not None))
 
 
 def _record(row: RowMapping, labels: tuple[str, ...]) -> AgentRecord:

@@ -117,6 +117,15 @@ def test_batching_and_padding_do_not_change_a_vector(
     np.testing.assert_allclose(together, alone, atol=1e-5)
 
 
+def test_texts_embedded_side_by_side_come_back_in_input_order(embedder: OnnxSentenceEmbedder) -> None:
+    # int8 embeds each text alone, two at once on two threads: every row must still be its own text's
+    texts = [f"note {i}: " + "the weather in Lyon " * (i % 5) + f"item {i * 7}" for i in range(12)]
+    together = embedder.embed_documents(texts)
+    alone = np.stack([embedder.embed_query(text) for text in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    assert len({row.tobytes() for row in together}) == len(texts)
+
+
 def test_texts_past_256_tokens_are_truncated_not_refused(embedder: OnnxSentenceEmbedder) -> None:
     head = " ".join(f"word{i}" for i in range(400))
     long_a, long_b = embedder.embed_documents([head + " apples", head + " completely different ending"])

@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 
@@ -93,16 +94,32 @@ def _write_atomically(path: Path, write: Callable[[Path], object]) -> None:
 
 
 class OnnxSentenceEmbedder:
-    """all-MiniLM-L6-v2 sentence embeddings (384-d, cosine) on the CPU."""
+    """all-MiniLM-L6-v2 sentence embeddings (384-d, cosine) on the CPU.
+
+    A query runs on ``session`` with all the embedder's threads. Documents run on
+    ``document_session``: in batches of ``batch_size`` (fp32), or, when ``parallel_texts`` > 1
+    (int8), each text alone on a single-threaded session, ``parallel_texts`` texts at once.
+    """
 
     def __init__(
-        self, session: ort.InferenceSession, tokenizer: Tokenizer, *, name: str, batch_size: int
+        self,
+        session: ort.InferenceSession,
+        tokenizer: Tokenizer,
+        *,
+        name: str,
+        batch_size: int,
+        document_session: ort.InferenceSession | None = None,
+        parallel_texts: int = 1,
     ) -> None:
         self._session = session
+        self._document_session = document_session or session
         self._tokenizer = tokenizer
         self._name = name
         self._batch_size = batch_size
         self._dimension = int(session.get_outputs()[0].shape[1])
+        self._texts_at_once = (
+            ThreadPoolExecutor(parallel_texts, thread_name_prefix="embed") if parallel_texts > 1 else None
+        )
 
     @classmethod
     def load(
@@ -116,23 +133,25 @@ class OnnxSentenceEmbedder:
     ) -> OnnxSentenceEmbedder:
         """Open the cached graph (building it if needed) and the model's tokenizer."""
         model_dir = model_dir or shipped_model_dir()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # The CPU arena keeps the largest batch's memory (~0.5 GB after 32 x 256 tokens) but, measured
-        # here, turning it off cut throughput by 25 % on long texts and 3x on short ones.
-        options.log_severity_level = 3
         graph = cached_graph(cache_dir, precision, model_dir)
-        session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        session = _session(graph, threads)
+        if precision is Precision.FP32:
+            return cls(session, tokenizer, name=precision.model_name, batch_size=batch_size)
         # int8 quantises activations with one scale per batch, so a text's vector would depend on
         # the texts batched with it (up to 0.04 per component, measured); int8 runs each text alone
-        # to stay deterministic: 271 chat messages/s instead of 400 batched, fp32 batched 196
-        # (python -m bench.perf.embedder_speed, 2026-12-03).
-        batch_size = 1 if precision is Precision.INT8 else batch_size
-        return cls(session, tokenizer, name=precision.model_name, batch_size=batch_size)
+        # to stay deterministic, ``threads`` texts at once on a single-threaded session: short texts
+        # leave a 2-thread run mostly waiting on its own threads (python -m bench.perf.embedder_speed).
+        return cls(
+            session,
+            tokenizer,
+            name=precision.model_name,
+            batch_size=1,
+            document_session=_session(graph, 1) if threads > 1 else session,
+            parallel_texts=threads,
+        )
 
     @property
     def name(self) -> str:
@@ -148,11 +167,16 @@ class OnnxSentenceEmbedder:
             return out
         # One text at a time on purpose: encode_batch fans out to a rayon pool whose spinning threads
         # fight onnxruntime's for the 2 cores (measured: 45 -> 76 chat messages/s without it).
-        encodings = [self._tokenizer.encode(text) for text in texts]
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start : start + self._batch_size]
-            out[chunk] = self._run([encodings[i].ids for i in chunk])
+        encodings = [self._tokenizer.encode(text).ids for text in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
+        chunks = [order[start : start + self._batch_size] for start in range(0, len(order), self._batch_size)]
+
+        def run(chunk: list[int]) -> Vectors:
+            return _run(self._document_session, [encodings[i] for i in chunk])
+
+        vectors = self._texts_at_once.map(run, chunks) if self._texts_at_once else map(run, chunks)
+        for chunk, rows in zip(chunks, vectors, strict=True):
+            out[chunk] = rows
         return out
 
     def token_ids(self, text: str) -> list[int]:
@@ -160,17 +184,26 @@ class OnnxSentenceEmbedder:
         return list(self._tokenizer.encode(text).ids)
 
     def embed_query(self, text: str) -> Vectors:
-        vector: Vectors = self.embed_documents([text])[0]
+        vector: Vectors = _run(self._session, [self._tokenizer.encode(text).ids])[0]
         return vector
 
-    def _run(self, token_ids: list[list[int]]) -> Vectors:
-        width = max(len(ids) for ids in token_ids)
-        input_ids = np.zeros((len(token_ids), width), dtype=np.int64)
-        mask = np.zeros_like(input_ids)
-        for row, ids in enumerate(token_ids):
-            input_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-        (embeddings,) = self._session.run(
-            ["sentence_embedding"], {"input_ids": input_ids, "attention_mask": mask}
-        )
-        return np.asarray(embeddings, dtype=np.float32)
+
+def _session(graph: Path, threads: int) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # The CPU arena keeps the largest batch's memory (~0.5 GB after 32 x 256 tokens) but, measured
+    # here, turning it off cut throughput by 25 % on long texts and 3x on short ones.
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+
+
+def _run(session: ort.InferenceSession, token_ids: list[list[int]]) -> Vectors:
+    width = max(len(ids) for ids in token_ids)
+    input_ids = np.zeros((len(token_ids), width), dtype=np.int64)
+    mask = np.zeros_like(input_ids)
+    for row, ids in enumerate(token_ids):
+        input_ids[row, : len(ids)] = ids
+        mask[row, : len(ids)] = 1
+    (embeddings,) = session.run(["sentence_embedding"], {"input_ids": input_ids, "attention_mask": mask})
+    return np.asarray(embeddings, dtype=np.float32)

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import qdrant_edge as qe
 
 from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, TagMatch
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
+from strata_retrieval.vectors.payload import VECTOR_NAME
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
 
@@ -185,3 +187,34 @@ def test_edge_shard_persists_across_reopen(tmp_path: Path) -> None:
     assert reopened.count(T1) == 3
     assert reopened.fetch([documents[2].key]) == {documents[2].key: documents[2]}
     reopened.close()
+
+
+@pytest.mark.slow
+def test_edge_shard_walks_int8_copies_and_scores_with_the_float_vectors(tmp_path: Path) -> None:
+    count, dimension = 8000, 384  # enough float bytes for optimize() to build HNSW and int8 copies
+    vectors = np.random.default_rng(3).normal(size=(count, dimension)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    documents = [
+        Document(id=f"v{i}", text="", kind=DocumentKind.PASSAGE, scope=Scope(tenant_id="t1"), created_at=T0)
+        for i in range(count)
+    ]
+    index = EdgeShardIndex(tmp_path / "shard", dimension)
+    index.upsert(documents, vectors)
+    assert index.optimize()
+    query = vectors[5]
+    # the int8 copies exist: scored on them alone, a hit's score is off its exact cosine
+    unrescored = qe.SearchParams(hnsw_ef=128, quantization=qe.QuantizationSearchParams(rescore=False))
+    request = qe.QueryRequest(
+        limit=10, query=qe.Query.Nearest(query.tolist(), using=VECTOR_NAME), params=unrescored
+    )
+    by_key = {document.key: i for i, document in enumerate(documents)}
+    approximate = index._shard.query(request)
+    assert max(abs(p.score - float(vectors[by_key[str(p.id)]] @ query)) for p in approximate) > 1e-4
+    # the index's search rescores with the float vectors: exact cosines, and the exact top 10
+    hits = index.search(query, T1, 10)
+    exact_top = [documents[i].key for i in np.argsort(-(vectors @ query))[:10]]
+    assert hits[0].key == documents[5].key
+    for hit in hits:
+        assert hit.score == pytest.approx(float(vectors[by_key[hit.key]] @ query), abs=1e-5)
+    assert len({hit.key for hit in hits} & set(exact_top)) >= 9
+    index.close()

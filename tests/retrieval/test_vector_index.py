@@ -210,11 +210,11 @@ def test_edge_shard_walks_int8_copies_and_scores_with_the_float_vectors(tmp_path
     by_key = {document.key: i for i, document in enumerate(documents)}
     approximate = index._shard.query(request)
     assert max(abs(p.score - float(vectors[by_key[str(p.id)]] @ query)) for p in approximate) > 1e-4
-    # the index's search rescores with the float vectors: exact cosines, and the exact top 10
+    # the index's search rescores with the float vectors: every score is the exact cosine, in order
+    # (which ten come back is HNSW's recall, measured by the benchmark, not asserted here)
     hits = index.search(query, T1, 10)
-    exact_top = [documents[i].key for i in np.argsort(-(vectors @ query))[:10]]
-    assert hits[0].key == documents[5].key
-    for hit in hits:
-        assert hit.score == pytest.approx(float(vectors[by_key[hit.key]] @ query), abs=1e-5)
-    assert len({hit.key for hit in hits} & set(exact_top)) >= 9
+    exact = [float(vectors[by_key[hit.key]] @ query) for hit in hits]
+    assert len(hits) == 10
+    assert [hit.score for hit in hits] == pytest.approx(exact, abs=1e-5)
+    assert exact == sorted(exact, reverse=True)
     index.close()

@@ -52,6 +52,17 @@ def _load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(all, stolen) CPU ticks since boot: on a VM, time the host gave this machine's cores to others."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields[:8]), fields[7]
+
+
+def steal_percent(before: tuple[int, int], after: tuple[int, int]) -> float:
+    spent = after[0] - before[0]
+    return round(100 * (after[1] - before[1]) / spent, 1) if spent > 0 else 0.0
+
+
 def _commit() -> str:
     found = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
@@ -59,7 +70,7 @@ def _commit() -> str:
     return found.stdout.strip() or "unknown"
 
 
-def _meta(command: str, started: datetime, load_before: str) -> dict[str, Any]:
+def _meta(command: str, started: datetime, load_before: str, ticks_before: tuple[int, int]) -> dict[str, Any]:
     finished = datetime.now(UTC)
     return {
         "command": command,
@@ -69,6 +80,7 @@ def _meta(command: str, started: datetime, load_before: str) -> dict[str, Any]:
         "machine": machine(),
         "load_before": load_before,
         "load_after": _load(),
+        "cpu_steal_percent": steal_percent(ticks_before, cpu_ticks()),
         "git_commit": _commit(),
         "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
     }
@@ -81,7 +93,7 @@ def _fresh(path: Path) -> Path:
 
 
 def run_bench(quick: bool, budget_minutes: float) -> Path:
-    started, load_before = datetime.now(UTC), _load()
+    started, load_before, ticks = datetime.now(UTC), _load(), cpu_ticks()
     deadline = time.monotonic() + budget_minutes * 60
     work = _fresh(WORK / ("quick" if quick else "full"))
     times = Durations(latency=1.0, throughput=1.0, warmup=0.3) if quick else Durations()
@@ -90,7 +102,7 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     sizes = QUICK_SIZES if quick else FULL_SIZES
     results["retrieval"] = retrieval_bench.run(_fresh(work / "retrieval"), sizes, times, deadline=deadline)
     command = "make bench" + (" (python -m bench.run_all --quick)" if quick else "")
-    results["meta"] = _meta(command, started, load_before) | {"durations": times.__dict__}
+    results["meta"] = _meta(command, started, load_before, ticks) | {"durations": times.__dict__}
     out = RESULTS / ("perf_quick.json" if quick else "perf.json")
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(f"bench: wrote {out} in {results['meta']['wall_s'] / 60:.1f} min", flush=True)
@@ -99,7 +111,7 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
 
 
 def run_large(budget_minutes: float, sizes: list[int], base: int, out: Path | None = None) -> Path:
-    started, load_before = datetime.now(UTC), _load()
+    started, load_before, ticks = datetime.now(UTC), _load(), cpu_ticks()
     deadline = time.monotonic() + budget_minutes * 60
     work = _fresh(WORK / "large")
     print(f"bench-large: load average {load_before}; generating {sizes[-1]:,} documents", flush=True)
@@ -109,7 +121,7 @@ def run_large(budget_minutes: float, sizes: list[int], base: int, out: Path | No
         "\n", " "
     ) + f" (This run: a base of {base:,} texts.)"
     command = "make bench-large" if sizes == LARGE_SIZES and base == large.BASE else " ".join(sys.argv)
-    results = {"retrieval": found, "meta": _meta(command, started, load_before)}
+    results = {"retrieval": found, "meta": _meta(command, started, load_before, ticks)}
     out = out or RESULTS / "perf_large.json"
     out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     shutil.rmtree(work, ignore_errors=True)

@@ -27,8 +27,17 @@ def _meta(meta: dict[str, Any]) -> list[str]:
         f"- Command: `{meta['command']}`; run {meta['started_utc']} → {meta['finished_utc']} "
         f"({meta['wall_s'] / 60:.1f} min), commit `{meta['git_commit']}`.",
         f"- Machine: {meta['machine']}; load average before {meta['load_before']}, "
-        f"after {meta['load_after']} (other work shared the machine; compare figures within one run).",
+        f"after {meta['load_after']} (other work shared the machine; compare figures within one run)"
+        + _steal(meta)
+        + ".",
     ]
+
+
+def _steal(meta: dict[str, Any]) -> str:
+    """The share of CPU time the VM's host took for others during the run (absent in older runs)."""
+    if "cpu_steal_percent" not in meta:
+        return ""
+    return f"; {meta['cpu_steal_percent']} % of the CPU time was stolen by the host"
 
 
 def _largest(retrieval: dict[str, Any]) -> str | None:

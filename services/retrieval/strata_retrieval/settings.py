@@ -31,8 +31,12 @@ class RetrievalSettings(BaseSettings):
         default=None,
         description="fp32 | int8; unset: what an existing index was built with, int8 for a new one",
     )
-    embedder_threads: int = Field(default=2, ge=1)
-    embedder_batch_size: int = Field(default=32, ge=1)
+    embedder_threads: int = Field(
+        default=2, ge=1, description="a query's onnxruntime threads; int8 also embeds this many texts at once"
+    )
+    embedder_batch_size: int = Field(
+        default=32, ge=1, description="texts per run in fp32 (int8 runs each alone)"
+    )
     workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")
     vector_weight: float = Field(default=1.0, ge=0)
     fts_weight: float = Field(default=1.0, ge=0)

@@ -107,21 +107,16 @@ def test_paraphrases_are_closer_than_unrelated_sentences(embedder: OnnxSentenceE
 
 
 @pytest.mark.parametrize("precision", ["int8", "fp32"])
-def test_batching_and_padding_do_not_change_a_vector(
+def test_batching_padding_and_side_by_side_runs_do_not_change_a_vector(
     precision: str, embedder: OnnxSentenceEmbedder, fp32_embedder: OnnxSentenceEmbedder
 ) -> None:
+    # fp32 pads texts into one batch; int8 embeds each alone, two at once on two threads: either
+    # way every row must be its own text's vector, in input order
     model = embedder if precision == "int8" else fp32_embedder
     texts = ["short", "a considerably longer sentence that forces the short one to be padded in its batch"]
+    texts += [f"note {i}: " + "the weather in Lyon " * (i % 5) + f"item {i * 7}" for i in range(10)]
     together = model.embed_documents(texts)
     alone = np.stack([model.embed_query(text) for text in texts])
-    np.testing.assert_allclose(together, alone, atol=1e-5)
-
-
-def test_texts_embedded_side_by_side_come_back_in_input_order(embedder: OnnxSentenceEmbedder) -> None:
-    # int8 embeds each text alone, two at once on two threads: every row must still be its own text's
-    texts = [f"note {i}: " + "the weather in Lyon " * (i % 5) + f"item {i * 7}" for i in range(12)]
-    together = embedder.embed_documents(texts)
-    alone = np.stack([embedder.embed_query(text) for text in texts])
     np.testing.assert_allclose(together, alone, atol=1e-5)
     assert len({row.tobytes() for row in together}) == len(texts)
 

@@ -196,7 +196,7 @@ def _session(graph: Path, threads: int) -> ort.InferenceSession:
     # here, turning it off cut throughput by 25 % on long texts and 3x on short ones.
     options.log_severity_level = 3
     # onnxruntime's pool threads spin between runs by default: in the service that kept one core
-    # ~85 % busy and made hybrid search ~1.7 ms slower over gRPC at 100k (13.2 -> 11.4 ms p50, four
+    # ~85 % busy and made hybrid search ~1.8 ms slower over gRPC at 100k (13.2 -> 11.4 ms p50, four
     # alternating runs each), although a query embedded alone is ~0.7 ms faster with spinning.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])

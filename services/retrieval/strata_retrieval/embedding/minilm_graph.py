@@ -4,12 +4,16 @@ The graph (opset 17 plus onnxruntime's ``com.microsoft`` kernels) takes ``input_
 ``attention_mask`` (int64, ``[batch, seq]``) and returns ``sentence_embedding`` (float32,
 ``[batch, hidden]``): word + position + token-type-0 embeddings and LayerNorm, then per layer one
 ``Attention`` kernel (packed QKV projection, masked scaled-dot-product attention), the output
-projection with its residual LayerNorm (``SkipLayerNormalization``), an erf-GELU feed-forward block
-(``BiasGelu``) and a second residual LayerNorm; finally the mean of the token vectors over the
-attention mask, L2-normalised. This is what sentence-transformers computes for this model
-(BertModel -> mean pooling -> Normalize). The fused kernels replace ~20 small nodes per layer: a
-query embeds ~10 % faster in fp32, and dynamic int8 quantisation can turn ``Attention`` into
-``QAttention``.
+projection with its residual LayerNorm, an erf-GELU feed-forward block (``BiasGelu``) and a second
+residual LayerNorm; finally the mean of the token vectors over the attention mask, L2-normalised.
+This is what sentence-transformers computes for this model (BertModel -> mean pooling -> Normalize).
+The fused kernels replace ~20 small nodes per layer: a query embeds ~10 % faster in fp32, and
+dynamic int8 quantisation can turn ``Attention`` into ``QAttention``.
+
+LayerNorm is the exception: it is written as plain ONNX operators (mean, variance, scale, shift).
+onnxruntime's CPU kernels for it (``LayerNormalization``, ``SkipLayerNormalization``) took ~3 us per
+384-wide row here, twice the plain operators; with 13 LayerNorms per text that was ~10 % of an int8
+document embedding (``bench/perf/findings.md``).
 """
 
 from __future__ import annotations
@@ -47,9 +51,13 @@ class _GraphWriter:
         return output
 
     def layer_norm(self, x: str, weights: Tensors, prefix: str, eps: float) -> str:
+        """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis, in plain operators."""
         scale = self.const(f"{prefix}.weight", weights[f"{prefix}.weight"])
-        bias = self.const(f"{prefix}.bias", weights[f"{prefix}.bias"])
-        return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=eps)
+        shift = self.const(f"{prefix}.bias", weights[f"{prefix}.bias"])
+        centred = self.op("Sub", [x, self.op("ReduceMean", [x], axes=[-1])])
+        variance = self.op("ReduceMean", [self.op("Mul", [centred, centred])], axes=[-1])
+        std = self.op("Sqrt", [self.op("Add", [variance, self.const(f"{prefix}.eps", eps)])])
+        return self.op("Add", [self.op("Mul", [self.op("Div", [centred, std]), scale]), shift])
 
 
 def _embeddings(g: _GraphWriter, weights: Tensors, shape: BertShape) -> str:
@@ -92,17 +100,11 @@ def _self_attention(
 def _projected_residual_norm(
     g: _GraphWriter, x: str, residual: str, weights: Tensors, *, prefix: str, eps: float
 ) -> str:
-    """``LayerNorm(residual + x @ W.T + b)`` as one MatMul and one ``SkipLayerNormalization``."""
+    """``LayerNorm(residual + x @ W.T + b)``."""
     w = g.const(f"{prefix}.dense.wt", weights[f"{prefix}.dense.weight"].T)
     b = g.const(f"{prefix}.dense.bias", weights[f"{prefix}.dense.bias"])
-    scale = g.const(f"{prefix}.LayerNorm.weight", weights[f"{prefix}.LayerNorm.weight"])
-    shift = g.const(f"{prefix}.LayerNorm.bias", weights[f"{prefix}.LayerNorm.bias"])
-    return g.op(
-        "SkipLayerNormalization",
-        [g.op("MatMul", [x, w]), residual, scale, shift, b],
-        domain=MS_DOMAIN,
-        epsilon=eps,
-    )
+    projected = g.op("Add", [g.op("MatMul", [x, w]), b])
+    return g.layer_norm(g.op("Add", [projected, residual]), weights, f"{prefix}.LayerNorm", eps)
 
 
 def _feed_forward(g: _GraphWriter, x: str, weights: Tensors, i: int, shape: BertShape) -> str:

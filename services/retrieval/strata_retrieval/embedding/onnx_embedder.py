@@ -29,7 +29,7 @@ log = logging.getLogger("strata.retrieval.embedding")
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256
-GRAPH_VERSION = 2  # bump when minilm_graph changes, so stale cached graphs are not reused
+GRAPH_VERSION = 3  # bump when minilm_graph changes, so stale cached graphs are not reused
 
 
 class Precision(StrEnum):

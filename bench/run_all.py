@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.perf import large, memory_bench, report, retrieval_bench
+from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -50,17 +51,6 @@ def machine() -> str:
 
 def _load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """(all, stolen) CPU ticks since boot: on a VM, time the host gave this machine's cores to others."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return sum(fields[:8]), fields[7]
-
-
-def steal_percent(before: tuple[int, int], after: tuple[int, int]) -> float:
-    spent = after[0] - before[0]
-    return round(100 * (after[1] - before[1]) / spent, 1) if spent > 0 else 0.0
 
 
 def _commit() -> str:

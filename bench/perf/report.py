@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.perf import plots
+from bench.perf.host import NOTICEABLE_STEAL_PERCENT
 
 BENCH = Path(__file__).resolve().parent.parent
 FINDINGS = Path(__file__).resolve().parent / "findings.md"  # hand-written reading of the latest run
@@ -38,6 +39,37 @@ def _steal(meta: dict[str, Any]) -> str:
     if "cpu_steal_percent" not in meta:
         return ""
     return f"; {meta['cpu_steal_percent']} % of the CPU time was stolen by the host"
+
+
+def disturbed(*sections: dict[str, Any]) -> list[str]:
+    """A line naming the scenarios during which the host took a noticeable share of the CPU."""
+    flagged: list[str] = []
+    recorded = False
+
+    def walk(node: Any, path: list[str]) -> None:
+        nonlocal recorded
+        if not isinstance(node, dict):
+            return
+        if "cpu_steal_percent" in node:
+            recorded = True
+            if node["cpu_steal_percent"] >= NOTICEABLE_STEAL_PERCENT:
+                flagged.append(f"{' '.join(path)} ({node['cpu_steal_percent']:.0f} %)")
+        for key, value in node.items():
+            walk(value, path if key in _PATH_NOISE else [*path, key])
+
+    for section in sections:
+        walk(section, [])
+    if not recorded:
+        return []  # runs before 2026-12-03 did not record it per scenario
+    if not flagged:
+        return [f"- No scenario had more than {NOTICEABLE_STEAL_PERCENT:.0f} % of its CPU time stolen."]
+    return [
+        f"- Scenarios during which the host took {NOTICEABLE_STEAL_PERCENT:.0f} % or more of the CPU "
+        f"(their figures are inflated): {', '.join(flagged)}."
+    ]
+
+
+_PATH_NOISE = {"sizes", "grpc", "operations"}
 
 
 def _largest(retrieval: dict[str, Any]) -> str | None:
@@ -253,6 +285,7 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
         + (" and `perf_large.json`." if large else "."),
         "",
         *_meta(perf["meta"]),
+        *disturbed(memory, retrieval),
         "",
         "## Targets",
         "",
@@ -276,6 +309,7 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
             "## Generated-vector corpus (`make bench-large`)",
             "",
             *_meta(large["meta"]),
+            *disturbed(large["retrieval"]),
             "",
             *retrieval_section(large["retrieval"]),
             "",

@@ -25,6 +25,7 @@ import qdrant_edge as qe
 
 from bench.perf import breakdown
 from bench.perf.corpus import chat_documents, queries
+from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.processes import ServerProcess, disk_mib, rss_mib
 from bench.perf.scenarios import HEALTH, Call, Durations, measure
 from bench.perf.serve import MODEL_CACHE, bench_precision, save_precomputed
@@ -94,7 +95,9 @@ def _breakdown(data_dir: Path, model: OnnxSentenceEmbedder, asked: list[str]) ->
     flt = DocumentFilter(tenant_id=TENANT, agent_ids=(AGENT,))
     try:
         for name in MODES:
+            ticks = cpu_ticks()
             result[name] = breakdown.measure_search(engine, watch, asked, SearchMode(name), flt)
+            result[name]["cpu_steal_percent"] = steal_percent(ticks, cpu_ticks())
             shares = ", ".join(f"{k} {v:.0%}" for k, v in result[name]["share"].items())
             print(f"    engine {name:<6} p50 {result[name]['engine_p50_ms']:7.3f} ms  ({shares})", flush=True)
     finally:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.perf.host import NOTICEABLE_STEAL_PERCENT, cpu_ticks, steal_percent
 from bench.perf.processes import cpu_seconds
 from strata.loadtest import LoadSpec, Report, run_load
 
@@ -50,7 +51,8 @@ def measure(
     processes: int | None = None,
     timeout: float = 30.0,
 ) -> dict[str, Any]:
-    """Run one scenario; its report as a dict plus the servers' CPU time per call (µs)."""
+    """Run one scenario; its report as a dict plus the servers' CPU time per call (µs) and the share
+    of the machine's CPU time the VM's host took meanwhile."""
     spec = LoadSpec(
         target=target,
         method=call.method,
@@ -64,18 +66,18 @@ def measure(
         processes=processes or (1 if concurrency == 1 else CLIENT_PROCESSES),
         timeout=timeout,
     )
-    before = sum(cpu_seconds(pid) for pid in server_pids)
+    before, ticks = sum(cpu_seconds(pid) for pid in server_pids), cpu_ticks()
     report = run_load(spec)
     used = sum(cpu_seconds(pid) for pid in server_pids) - before
-    result = report.to_dict()
+    result = report.to_dict() | {"cpu_steal_percent": steal_percent(ticks, cpu_ticks())}
     if server_pids and report.count:
         calls = report.count + report.warmup_calls  # the CPU window includes the warm-up
         result["server_cpu_us_per_call"] = round(used / calls * 1e6, 1)
-    _print_line(call, concurrency, report)
+    _print_line(call, concurrency, report, result["cpu_steal_percent"])
     return result
 
 
-def _print_line(call: Call, concurrency: int, report: Report) -> None:
+def _print_line(call: Call, concurrency: int, report: Report, steal: float) -> None:
     name = call.method.rsplit("/", 1)[-1] + (f"({call.factory})" if call.factory else "")
     if call.params and "mode" in call.params:
         name += " " + str(call.params["mode"]).removeprefix("SEARCH_MODE_").lower()
@@ -84,6 +86,7 @@ def _print_line(call: Call, concurrency: int, report: Report) -> None:
     print(
         f"    {name:<38} c={concurrency:<3} n={report.count:<6} {report.rps:9.1f} rps  "
         f"p50 {lat.get('p50', 0):7.3f} ms  p99 {lat.get('p99', 0):7.3f} ms"
-        + (f"  ERRORS {bad}" if bad else ""),
+        + (f"  ERRORS {bad}" if bad else "")
+        + (f"  (host took {steal:.0f} % of the CPU)" if steal >= NOTICEABLE_STEAL_PERCENT else ""),
         flush=True,
     )

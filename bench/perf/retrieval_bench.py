@@ -73,6 +73,7 @@ def ingest(address: str, corpus_file: Path, start: int, count: int, label: str) 
         "calls_in_flight": INGEST_CONCURRENCY,
         "call_latency_ms": report["latency_ms"],
         "status_codes": report["status_codes"],
+        "cpu_steal_percent": report["cpu_steal_percent"],
     }
 
 
@@ -189,12 +190,17 @@ def _embedder_rate(model: OnnxSentenceEmbedder, corpus_file: Path) -> dict[str, 
     texts = corpus_file.read_text(encoding="utf-8").splitlines()
     texts = texts[-min(EMBEDDER_SAMPLE, len(texts) // 4) :]
     model.embed_documents(texts[:64])
-    began = time.perf_counter()
+    began, ticks = time.perf_counter(), cpu_ticks()
     for first in range(0, len(texts), BATCH):
         model.embed_documents(texts[first : first + BATCH])
     seconds = time.perf_counter() - began
     print(f"  embedder alone: {len(texts) / seconds:.0f} docs/s", flush=True)
-    return {"documents": len(texts), "docs_per_s": round(len(texts) / seconds, 1), "threads": 2}
+    return {
+        "documents": len(texts),
+        "docs_per_s": round(len(texts) / seconds, 1),
+        "threads": 2,
+        "cpu_steal_percent": steal_percent(ticks, cpu_ticks()),
+    }
 
 
 def _ingest_precomputed(work: Path, data_dir: Path, corpus_file: Path, count: int) -> dict[str, Any]:

@@ -12,8 +12,8 @@ dynamic int8 quantisation can turn ``Attention`` into ``QAttention``.
 
 LayerNorm is the exception: it is written as plain ONNX operators (mean, variance, scale, shift).
 onnxruntime's CPU kernels for it (``LayerNormalization``, ``SkipLayerNormalization``) took ~3 us per
-384-wide row here, twice the plain operators; with 13 LayerNorms per text that was ~10 % of an int8
-document embedding (``bench/perf/findings.md``).
+384-wide row here, twice the plain operators; written this way an int8 document embeds 4-8 % faster
+(paired A/Bs in ``bench/perf/findings.md``).
 """
 
 from __future__ import annotations

@@ -2,9 +2,13 @@
 
 Writes commit their data and their index jobs in one transaction; this worker sends the jobs on.
 Upserts are idempotent by document id and carry the document as the store holds it at delivery time,
-so a retry, a duplicate delivery after a crash, or two workers on one database all converge. A job
-leaves the outbox only after RetrievalService acknowledged it; while RetrievalService is down, jobs
-wait with exponential backoff and nothing is lost.
+so a retry, a duplicate delivery after a crash, or two workers on one database all converge. Two
+workers (processes sharing a store) can also overlap: one's upsert may still be on the wire when the
+other delivers a deletion of the same document, and land after it. So once an upsert is acknowledged,
+the worker reads the store again and deletes whatever it sent that the store no longer holds; any
+deletion committed after that read is delivered after it, hence after the upsert. A job leaves the
+outbox only after RetrievalService acknowledged it; while RetrievalService is down, jobs wait with
+exponential backoff and nothing is lost.
 """
 
 from __future__ import annotations
@@ -136,6 +140,7 @@ class OutboxWorker:
             )
             if documents:
                 await self._retrieval.upsert(documents)
+                await self._delete_vanished(tenant_id, [document.id for document in documents])
         elif action == index_jobs.DELETE:
             await self._retrieval.delete(
                 rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=ids))
@@ -146,6 +151,14 @@ class OutboxWorker:
                 target = flt.agent_ids if action == index_jobs.DELETE_AGENT else flt.archive_ids
                 target.append(scope_id)
                 await self._retrieval.delete(rpb.DeleteDocumentsRequest(filter=flt))
+
+    async def _delete_vanished(self, tenant_id: str, sent: list[str]) -> None:
+        """Delete from the index what was just upserted but is gone from the store (see the module doc)."""
+        kept = await self._db.read(lambda conn: stored_ids(conn, tenant_id, sent))
+        if vanished := [document_id for document_id in sent if document_id not in kept]:
+            await self._retrieval.delete(
+                rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=vanished))
+            )
 
     async def _set_aside(self, jobs: Sequence[IndexJob], refusal: grpc.aio.AioRpcError) -> None:
         """RetrievalService refused these jobs outright: park them (a day) so later jobs still flow."""
@@ -175,6 +188,16 @@ class OutboxWorker:
                 conn, ids, delay_us=int(delay * 1_000_000), error=str(failure)
             )
         )
+
+
+def stored_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:
+    """Which of these passage and message ids the store still holds."""
+    passage_ids = [i for i in ids if i.startswith("passage-")]
+    message_ids = [i for i in ids if i.startswith("message-")]
+    kept = {p.id for p in archive_rows.get_passages(conn, tenant_id, passage_ids)} if passage_ids else set()
+    if message_ids:
+        kept.update(m.id for m in message_rows.get_messages(conn, tenant_id, message_ids))
+    return kept
 
 
 def current_documents(

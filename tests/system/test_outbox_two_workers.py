@@ -1,0 +1,82 @@
+"""Two MemoryService processes on one store (SO_REUSEPORT, or replicas sharing a database) each run an
+outbox worker. A deletion delivered by one of them while the other's upsert of the same document is
+still on the wire must not leave the deleted document searchable.
+
+RetrievalService, its indexes and the store are real; the one stand-in holds a single upsert back
+until the deletion went through (the fault: a slow network).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.indexing.outbox import OutboxWorker
+from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.store import archives as archive_rows
+from strata_memory.store import index_jobs
+from strata_memory.store.database import Database
+from strata_memory.store.records import ArchiveRecord, PassageRecord
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from tests.system.conftest import Pair
+
+TENANT = "t"
+PASSAGE = PassageRecord(
+    "passage-otter", TENANT, "archive-1", "Otters hold hands while they sleep.", created_us=1
+)
+
+
+class HeldUpsert(RetrievalClient):
+    """The real client, except that its upserts wait for ``release`` before they are sent."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.sending = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def upsert(self, documents: Sequence[rpb.Document]) -> None:
+        self.sending.set()
+        await self.release.wait()
+        await super().upsert(documents)
+
+
+async def _indexed_ids(retrieval: RetrievalClient) -> set[str]:
+    request = rpb.SearchRequest(
+        query="otters sleep", mode=rpb.SEARCH_MODE_FTS, filter=rpb.DocumentFilter(tenant_id=TENANT), top_k=10
+    )
+    return {hit.document.id for hit in (await retrieval.search(request)).hits}
+
+
+async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_the_document(
+    tmp_path: Path, system_embedder: OnnxSentenceEmbedder
+) -> None:
+    pair = Pair(tmp_path, system_embedder)
+    await pair.start_retrieval()
+    db = Database(f"sqlite:///{tmp_path}/memory.sqlite3")
+    db.migrate()
+    slow, fast = HeldUpsert(pair.retrieval_address), RetrievalClient(pair.retrieval_address)
+    try:
+        with db.writing() as conn:
+            archive_rows.insert_archive(conn, ArchiveRecord("archive-1", TENANT, "facts", "", 0))
+            archive_rows.insert_passages(conn, [PASSAGE])
+            index_jobs.enqueue(conn, TENANT, index_jobs.UPSERT, [PASSAGE.id])
+        first, second = OutboxWorker(db, slow), OutboxWorker(db, fast)
+
+        delivering = asyncio.create_task(first.deliver_once())
+        await slow.sending.wait()  # the first worker read the passage and is sending it
+        with db.writing() as conn:
+            archive_rows.delete_passage(conn, TENANT, PASSAGE.id)
+            index_jobs.enqueue(conn, TENANT, index_jobs.DELETE, [PASSAGE.id])
+        assert await second.deliver_once() == 2  # finds the passage gone, delivers the deletion
+        slow.release.set()
+        await delivering  # the held upsert lands after the deletion
+
+        assert PASSAGE.id not in await _indexed_ids(fast)
+        assert not await db.read(index_jobs.pending)
+    finally:
+        await slow.close()
+        await fast.close()
+        db.close()
+        await pair.stop_retrieval()

@@ -30,7 +30,7 @@ from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store import messages as message_rows
 from strata_memory.store.database import Database
-from strata_memory.store.records import IndexJob
+from strata_memory.store.records import IndexJob, MessageRecord, PassageRecord
 from strata_serving.errors import StrataError
 
 log = logging.getLogger("strata.memory.outbox")
@@ -192,12 +192,8 @@ class OutboxWorker:
 
 def stored_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:
     """Which of these passage and message ids the store still holds."""
-    passage_ids = [i for i in ids if i.startswith("passage-")]
-    message_ids = [i for i in ids if i.startswith("message-")]
-    kept = {p.id for p in archive_rows.get_passages(conn, tenant_id, passage_ids)} if passage_ids else set()
-    if message_ids:
-        kept.update(m.id for m in message_rows.get_messages(conn, tenant_id, message_ids))
-    return kept
+    passages, messages = _stored(conn, tenant_id, ids)
+    return {p.id for p in passages} | {m.id for m in messages}
 
 
 def current_documents(
@@ -208,16 +204,19 @@ def current_documents(
     A message is indexed with up to ``context_turns`` preceding dialogue turns of its conversation
     (see ``message_document``), read from the store now, like the message itself.
     """
+    passages, messages = _stored(conn, tenant_id, ids)
+    return [passage_document(p) for p in passages] + [
+        message_document(m, message_rows.preceding_turns(conn, m, context_turns) if context_turns else ())
+        for m in messages
+    ]
+
+
+def _stored(
+    conn: Connection, tenant_id: str, ids: Sequence[str]
+) -> tuple[list[PassageRecord], list[MessageRecord]]:
+    """The passages and the messages among ``ids`` that the store holds now."""
     passage_ids = [i for i in ids if i.startswith("passage-")]
     message_ids = [i for i in ids if i.startswith("message-")]
-    documents = (
-        [passage_document(p) for p in archive_rows.get_passages(conn, tenant_id, passage_ids)]
-        if passage_ids
-        else []
-    )
-    if message_ids:
-        documents.extend(
-            message_document(m, message_rows.preceding_turns(conn, m, context_turns) if context_turns else ())
-            for m in message_rows.get_messages(conn, tenant_id, message_ids)
-        )
-    return documents
+    passages = archive_rows.get_passages(conn, tenant_id, passage_ids) if passage_ids else []
+    messages = message_rows.get_messages(conn, tenant_id, message_ids) if message_ids else []
+    return passages, messages

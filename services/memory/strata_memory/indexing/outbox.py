@@ -4,9 +4,10 @@ Writes commit their data and their index jobs in one transaction; this worker se
 Upserts are idempotent by document id and carry the document as the store holds it at delivery time,
 so a retry, a duplicate delivery after a crash, or two workers on one database all converge. Two
 workers (processes sharing a store) can also overlap: one's upsert may still be on the wire when the
-other delivers a deletion of the same document, and land after it. So once an upsert is acknowledged,
-the worker reads the store again and deletes whatever it sent that the store no longer holds; any
-deletion committed after that read is delivered after it, hence after the upsert. A job leaves the
+other delivers a deletion of the same document, and land after it (so may a Reindex). So once an
+upsert is acknowledged, the sender reads the store again and deletes whatever it sent that the store
+no longer holds; any deletion committed after that read is delivered after it, hence after the
+upsert. A job leaves the
 outbox only after RetrievalService acknowledged it; while RetrievalService is down, jobs wait with
 exponential backoff and nothing is lost.
 """
@@ -139,8 +140,7 @@ class OutboxWorker:
                 lambda conn: current_documents(conn, tenant_id, ids, context_turns=self._context_turns)
             )
             if documents:
-                await self._retrieval.upsert(documents)
-                await self._delete_vanished(tenant_id, [document.id for document in documents])
+                await upsert_as_stored(self._db, self._retrieval, tenant_id, documents)
         elif action == index_jobs.DELETE:
             await self._retrieval.delete(
                 rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=ids))
@@ -151,14 +151,6 @@ class OutboxWorker:
                 target = flt.agent_ids if action == index_jobs.DELETE_AGENT else flt.archive_ids
                 target.append(scope_id)
                 await self._retrieval.delete(rpb.DeleteDocumentsRequest(filter=flt))
-
-    async def _delete_vanished(self, tenant_id: str, sent: list[str]) -> None:
-        """Delete from the index what was just upserted but is gone from the store (see the module doc)."""
-        kept = await self._db.read(lambda conn: stored_ids(conn, tenant_id, sent))
-        if vanished := [document_id for document_id in sent if document_id not in kept]:
-            await self._retrieval.delete(
-                rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=vanished))
-            )
 
     async def _set_aside(self, jobs: Sequence[IndexJob], refusal: grpc.aio.AioRpcError) -> None:
         """RetrievalService refused these jobs outright: park them (a day) so later jobs still flow."""
@@ -188,6 +180,19 @@ class OutboxWorker:
                 conn, ids, delay_us=int(delay * 1_000_000), error=str(failure)
             )
         )
+
+
+async def upsert_as_stored(
+    db: Database, retrieval: RetrievalClient, tenant_id: str, documents: Sequence[rpb.Document]
+) -> None:
+    """Upsert documents read from the store, then delete from the index those the store no longer
+    holds: a deletion delivered while the upsert was on the wire must not be undone by it."""
+    await retrieval.upsert(documents)
+    sent = [document.id for document in documents]
+    kept = await db.read(lambda conn: stored_ids(conn, tenant_id, sent))
+    if vanished := [document_id for document_id in sent if document_id not in kept]:
+        request = rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=vanished))
+        await retrieval.delete(request)
 
 
 def stored_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:

@@ -1,6 +1,6 @@
 """Two MemoryService processes on one store (SO_REUSEPORT, or replicas sharing a database) each run an
 outbox worker. A deletion delivered by one of them while the other's upsert of the same document is
-still on the wire must not leave the deleted document searchable.
+still on the wire (from its outbox, or from a Reindex) must not leave the deleted document searchable.
 
 RetrievalService, its indexes and the store are real; the one stand-in holds a single upsert back
 until the deletion went through (the fault: a slow network).
@@ -12,8 +12,11 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxWorker
+from strata_memory.indexing.reindex import Reindexer, ReindexScope
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
@@ -49,8 +52,9 @@ async def _indexed_ids(retrieval: RetrievalClient) -> set[str]:
     return {hit.document.id for hit in (await retrieval.search(request)).hits}
 
 
+@pytest.mark.parametrize("sender", ["outbox", "reindex"])
 async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_the_document(
-    tmp_path: Path, system_embedder: OnnxSentenceEmbedder
+    tmp_path: Path, system_embedder: OnnxSentenceEmbedder, sender: str
 ) -> None:
     pair = Pair(tmp_path, system_embedder)
     await pair.start_retrieval()
@@ -61,17 +65,17 @@ async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_
         with db.writing() as conn:
             archive_rows.insert_archive(conn, ArchiveRecord("archive-1", TENANT, "facts", "", 0))
             archive_rows.insert_passages(conn, [PASSAGE])
-            index_jobs.enqueue(conn, TENANT, index_jobs.UPSERT, [PASSAGE.id])
-        first, second = OutboxWorker(db, slow), OutboxWorker(db, fast)
-
-        delivering = asyncio.create_task(first.deliver_once())
-        await slow.sending.wait()  # the first worker read the passage and is sending it
+            if sender == "outbox":
+                index_jobs.enqueue(conn, TENANT, index_jobs.UPSERT, [PASSAGE.id])
+        sending = asyncio.create_task(_send(sender, db, slow))
+        await slow.sending.wait()  # the passage was read from the store and is being sent
         with db.writing() as conn:
             archive_rows.delete_passage(conn, TENANT, PASSAGE.id)
             index_jobs.enqueue(conn, TENANT, index_jobs.DELETE, [PASSAGE.id])
-        assert await second.deliver_once() == 2  # finds the passage gone, delivers the deletion
+        other = OutboxWorker(db, fast)
+        assert await other.deliver_once() == (2 if sender == "outbox" else 1)  # the deletion goes through
         slow.release.set()
-        await delivering  # the held upsert lands after the deletion
+        await sending  # the held upsert lands after the deletion
 
         assert PASSAGE.id not in await _indexed_ids(fast)
         assert not await db.read(index_jobs.pending)
@@ -80,3 +84,11 @@ async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_
         await fast.close()
         db.close()
         await pair.stop_retrieval()
+
+
+async def _send(sender: str, db: Database, retrieval: RetrievalClient) -> None:
+    if sender == "outbox":
+        await OutboxWorker(db, retrieval).deliver_once()
+    else:
+        async for _ in Reindexer(db, retrieval).run(ReindexScope(tenant_id=TENANT), batch_size=16):
+            pass

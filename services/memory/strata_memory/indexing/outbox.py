@@ -7,9 +7,8 @@ workers (processes sharing a store) can also overlap: one's upsert may still be 
 other delivers a deletion of the same document, and land after it (so may a Reindex). So once an
 upsert is acknowledged, the sender reads the store again and deletes whatever it sent that the store
 no longer holds; any deletion committed after that read is delivered after it, hence after the
-upsert. A job leaves the
-outbox only after RetrievalService acknowledged it; while RetrievalService is down, jobs wait with
-exponential backoff and nothing is lost.
+upsert. A job leaves the outbox only after RetrievalService acknowledged it; while RetrievalService
+is down, jobs wait with exponential backoff and nothing is lost.
 """
 
 from __future__ import annotations

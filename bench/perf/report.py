@@ -12,6 +12,7 @@ from bench.perf.host import NOTICEABLE_STEAL_PERCENT
 BENCH = Path(__file__).resolve().parent.parent
 FINDINGS = Path(__file__).resolve().parent / "findings.md"  # hand-written reading of the latest run
 MODES = ("vector", "fts", "hybrid")
+_PATH_NOISE = {"sizes", "grpc", "operations"}  # JSON keys left out of a scenario's name in the report
 STAGES = ("embedding", "vector_leg", "text_leg", "fetch", "fusion")
 
 
@@ -67,9 +68,6 @@ def disturbed(*sections: dict[str, Any]) -> list[str]:
         f"- Scenarios during which the host took {NOTICEABLE_STEAL_PERCENT:.0f} % or more of the CPU "
         f"(their figures are inflated): {', '.join(flagged)}."
     ]
-
-
-_PATH_NOISE = {"sizes", "grpc", "operations"}
 
 
 def _largest(retrieval: dict[str, Any]) -> str | None:

@@ -188,13 +188,13 @@ async def upsert_as_stored(
     holds: a deletion delivered while the upsert was on the wire must not be undone by it."""
     await retrieval.upsert(documents)
     sent = [document.id for document in documents]
-    kept = await db.read(lambda conn: stored_ids(conn, tenant_id, sent))
+    kept = await db.read(lambda conn: _stored_ids(conn, tenant_id, sent))
     if vanished := [document_id for document_id in sent if document_id not in kept]:
         request = rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=vanished))
         await retrieval.delete(request)
 
 
-def stored_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:
+def _stored_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:
     """Which of these passage and message ids the store still holds."""
     passages, messages = _stored(conn, tenant_id, ids)
     return {p.id for p in passages} | {m.id for m in messages}

@@ -195,11 +195,16 @@ def _current(memory: Mapping[str, BlockRecord], label: str) -> BlockRecord:
 
 
 def _check_etag(call: ToolCall, outcome: ToolOutcome, memory: Mapping[str, BlockRecord]) -> None:
-    """With an etag, the block the call edits must still be at the version the caller read."""
+    """With an etag, the block the call edits must be the very block, in the very state, it names.
+
+    A call that would create the block (``memory_rethink`` on a missing label) cannot match any etag:
+    the state the caller read is gone, so it is refused rather than used to create a new block.
+    """
     if not call.etag:
         return
     for change in outcome.changes:
         label = change.old_label if isinstance(change, RenameBlock) else change.label
         record = memory.get(label)
-        if record is not None and record.etag != call.etag:
-            raise EtagMismatch(f"Block '{label}'", expected=call.etag, actual=record.etag)
+        actual = "" if record is None else record.etag
+        if actual != call.etag:
+            raise EtagMismatch(f"Block '{label}'", expected=call.etag, actual=actual)

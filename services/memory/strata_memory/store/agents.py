@@ -126,7 +126,9 @@ def write_agent(conn: Connection, current: AgentRecord, new: AgentRecord) -> Age
         actual = conn.execute(
             select(schema.agents.c.version).where(schema.agents.c.id == current.id)
         ).scalar()
-        raise EtagMismatch(f"Agent '{current.id}'", expected=current.etag, actual=etag_of(actual or 0))
+        raise EtagMismatch(
+            f"Agent '{current.id}'", expected=current.etag, actual=etag_of(current.id, actual or 0)
+        )
     return get_agent(conn, current.tenant_id, current.id)
 
 

@@ -121,7 +121,7 @@ def write_block(
     )
     if result.rowcount != 1:
         actual = conn.execute(_VERSION_OF, {"block_id": old.id}).scalar()
-        raise EtagMismatch(f"Block '{old.label}'", expected=etag_of(old.version), actual=etag_of(actual or 0))
+        raise EtagMismatch(f"Block '{old.label}'", expected=current.etag, actual=etag_of(old.id, actual or 0))
     if stored.label != old.label:
         _relabel(conn, old.id, stored.label)
     _record_version(conn, stored, source=source, actor=actor, stamp=stamp)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,9 +23,15 @@ def to_datetime(us: int) -> datetime:
     return datetime.fromtimestamp(us / 1_000_000, UTC)
 
 
-def etag_of(version: int) -> str:
-    """The etag clients send back for a conditional write: the row's version counter."""
-    return str(version)
+def etag_of(object_id: str, version: int) -> str:
+    """The etag of one exact state of one object: opaque, derived from its id and version counter.
+
+    Ids are server-made UUIDs, new for every object (a block deleted and re-created under the same
+    label gets a new one), so an etag is never valid for another object nor for a later lifetime of
+    the same label. 128 bits of SHA-256, URL-safe base64 (22 characters); clients only compare it.
+    """
+    digest = hashlib.sha256(f"{object_id}\x00{version}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +51,7 @@ class AgentRecord:
 
     @property
     def etag(self) -> str:
-        return etag_of(self.version)
+        return etag_of(self.id, self.version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +65,7 @@ class BlockRecord:
 
     @property
     def etag(self) -> str:
-        return etag_of(self.block.version)
+        return etag_of(self.block.id, self.block.version)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,14 @@ STAMP       := $(VENV)/.installed
 PROTO_FILES := $(shell find proto -name '*.proto' | sort)
 GEN_ROOT    := clients/python
 LOCAL_PKGS  := -e clients/python -e services/serving -e services/memory -e services/retrieval
+TS_DIR      := clients/typescript
+NODE_STAMP  := $(TS_DIR)/node_modules/.installed
+BUF         := $(CURDIR)/$(TS_DIR)/node_modules/.bin/buf
 
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check bench bench-large bench-quality bench-locomo clean
+        client client-check node buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -28,6 +31,12 @@ $(STAMP): requirements/*.txt clients/python/pyproject.toml services/*/pyproject.
 
 install: $(STAMP) ## create .venv and install pinned dependencies, the model and Strata's packages
 
+$(NODE_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	cd $(TS_DIR) && npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+node: $(NODE_STAMP) ## npm ci in clients/typescript: buf, protoc-gen-es, the TypeScript client's deps (exact pins)
+
 run: install ## start RetrievalService (:50052) and MemoryService (:50051) on embedded defaults
 	$(PY) -m scripts.run_services
 
@@ -37,7 +46,7 @@ run-memory: install ## start MemoryService alone
 run-retrieval: install ## start RetrievalService alone
 	$(PY) -m strata_retrieval.main
 
-test: install ## run every test (unit, golden, integration through real servers)
+test: install node ## run every test (unit, golden, integration through real servers)
 	$(PY) -m pytest -q
 
 lint: install ## ruff lint and format check
@@ -68,7 +77,15 @@ client: install ## regenerate the sync MemoryClient from the async one (clients/
 client-check: install ## fail if the generated sync client differs from a fresh generation
 	$(PY) -m scripts.generate_sync_client --check
 
-check: lint typecheck proto-check client-check test ## what CI runs: lint, types, stub and client drift, tests
+buf-check: node ## buf lint (STANDARD), buf format, buf breaking against proto/baseline.binpb
+	cd proto && $(BUF) lint
+	cd proto && $(BUF) format --diff --exit-code
+	cd proto && $(BUF) breaking --against baseline.binpb
+
+proto-baseline: node ## at a release: record today's contract as the one buf breaking compares against
+	cd proto && $(BUF) build --exclude-source-info -o baseline.binpb
+
+check: lint typecheck proto-check client-check buf-check test ## what CI runs: lint, types, stub and client drift, tests
 
 bench: install ## latency/throughput vs the gRPC floor, search at 1k-100k docs (<20 min): bench/REPORT.md
 	$(PY) -m bench.run_all

@@ -16,6 +16,7 @@ import pytest
 from strata.client import MemoryClient
 from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from tests.hermetic import unreachable_address
 
 T = TypeVar("T")
 
@@ -41,7 +42,7 @@ def memory_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = MemorySettings(
         address="127.0.0.1:0",
         database_url=f"sqlite:///{root}/memory.sqlite3",
-        retrieval_address="127.0.0.1:9",  # nothing indexes during these tests
+        retrieval_address=unreachable_address(),  # nothing indexes during these tests
         log_level="WARNING",
         log_json=False,
     )

@@ -19,8 +19,8 @@ import pytest
 from strata.cli.main import main
 from strata.client import MemoryClient
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from tests.hermetic import memory_settings
 
 T = TypeVar("T")
 GIT_ENV = {
@@ -53,7 +53,7 @@ def memfs_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The address of a MemoryService with a temp SQLite file, shared by the MemFS tests."""
     loop = _Loop()
     database = tmp_path_factory.mktemp("memfs-server") / "memory.sqlite3"
-    settings = MemorySettings(address="127.0.0.1:0", database_url=f"sqlite:///{database}", log_json=False)
+    settings = memory_settings(database, log_json=False)
     server = loop.run(start_memory_server(settings))
     yield server.address
     loop.run(server.stop(0))

@@ -5,7 +5,8 @@ tenant isolation, deletes, restarts, start-up refusal and full pages under selec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import grpc
@@ -15,6 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 from tests.retrieval.service_fixtures import MEMORIES, TENANT, Service, ids, passage, running_service, search
@@ -103,21 +105,52 @@ async def test_calls_before_the_engine_is_open_are_unavailable(tmp_path: Path) -
         await app.stop()
 
 
-async def test_a_long_upsert_does_not_block_other_calls(service: Service) -> None:
-    long_texts = [passage(f"bulk-{i}", " ".join(["embedding takes a while"] * 25)) for i in range(24)]
+class HeldEmbedder:
+    """The real embedder, except that once ``armed`` a batch of documents waits in the executor
+    until ``release`` is set (the fault: a model that takes as long as the test needs)."""
 
-    async def upsert() -> pb.UpsertDocumentsResponse:
-        request = pb.UpsertDocumentsRequest(documents=long_texts)
-        response: pb.UpsertDocumentsResponse = await service.stub.UpsertDocuments(request)
-        return response
+    def __init__(self, inner: OnnxSentenceEmbedder) -> None:
+        self.inner = inner
+        self.armed = False
+        self.embedding = threading.Event()
+        self.release = threading.Event()
 
-    upserting = asyncio.create_task(upsert())
-    await asyncio.sleep(0.05)  # the batch is now being embedded in the executor
-    health = health_pb2_grpc.HealthStub(service.channel)
-    reply = await health.Check(health_pb2.HealthCheckRequest(service=""))
-    assert reply.status == health_pb2.HealthCheckResponse.SERVING
-    assert not upserting.done()  # the loop answered while the embedder was busy
-    assert (await upserting).upserted_count == 24
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if self.armed:
+            self.embedding.set()
+            self.release.wait(timeout=30)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.inner.embed_query(text)
+
+
+async def test_a_long_upsert_does_not_block_other_calls(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    held = HeldEmbedder(embedder)
+    async with running_service(tmp_path / "data", held) as service:
+        held.armed = True
+        request = pb.UpsertDocumentsRequest(documents=MEMORIES)
+        upserting = asyncio.ensure_future(service.stub.UpsertDocuments(request))
+        assert await asyncio.to_thread(held.embedding.wait, 30)  # the batch is in the embedder now
+        health = health_pb2_grpc.HealthStub(service.channel)
+        reply = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        tenant = pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT))
+        stats = await service.stub.Stats(tenant, timeout=10)
+        assert stats.document_count == 0  # answered while the embedder was busy, before the batch landed
+        assert not upserting.done()
+        held.release.set()
+        assert (await upserting).upserted_count == len(MEMORIES)
 
 
 async def test_the_qdrant_backend_setting_serves_the_same_contract(

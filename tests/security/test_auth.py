@@ -20,6 +20,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_serving.auth import hash_secret, split_key
+from tests.hermetic import memory_settings
 from tests.memory.integration.conftest import expect_error
 from tests.security.conftest import (
     ADMIN_KEY,
@@ -300,7 +301,11 @@ async def test_logs_never_contain_keys_or_memory_text(
         stub.ListAgents(api.ListAgentsRequest(), metadata=bearer(ADMIN_KEY)),
         grpc.StatusCode.PERMISSION_DENIED,
     )
-    await asyncio.sleep(0.1)
+    last = "rpc /strata.memory.v1.MemoryService/ListAgents code=PERMISSION_DENIED"
+    deadline = asyncio.get_running_loop().time() + 10
+    while not any(last in record.getMessage() for record in caplog.records):  # logged after the reply
+        assert asyncio.get_running_loop().time() < deadline, "the last call was never logged"
+        await asyncio.sleep(0.01)
     text = "\n".join(record.getMessage() + repr(record.__dict__) for record in caplog.records)
     assert "rpc /strata.memory.v1.MemoryService/AppendMessages code=OK" in text
     for leaked in (token, ADMIN_KEY, SERVICE_KEY, secret_text, (split_key(token) or ("", ""))[1]):
@@ -308,12 +313,9 @@ async def test_logs_never_contain_keys_or_memory_text(
 
 
 async def test_without_auth_the_admin_service_is_absent(tmp_path: Path) -> None:
-    from strata_memory.config import MemorySettings
     from strata_memory.main import start_memory_server
 
-    server = await start_memory_server(
-        MemorySettings(address="127.0.0.1:0", database_url=f"sqlite:///{tmp_path}/m.sqlite3")
-    )
+    server = await start_memory_server(memory_settings(tmp_path / "m.sqlite3"))
     try:
         async with grpc.aio.insecure_channel(server.address) as channel:
             await expect_error(
@@ -327,12 +329,9 @@ async def test_without_auth_the_admin_service_is_absent(tmp_path: Path) -> None:
 
 
 async def test_an_admin_key_alone_guards_admin_rpcs_and_leaves_memory_open(tmp_path: Path) -> None:
-    from strata_memory.config import MemorySettings
     from strata_memory.main import start_memory_server
 
-    settings = MemorySettings(
-        address="127.0.0.1:0", database_url=f"sqlite:///{tmp_path}/m.sqlite3", admin_api_key=ADMIN_KEY
-    )
+    settings = memory_settings(tmp_path / "m.sqlite3", admin_api_key=ADMIN_KEY)
     server = await start_memory_server(settings)
     try:
         async with grpc.aio.insecure_channel(server.address) as channel:

@@ -12,9 +12,9 @@ import pytest
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
 from strata_serving.status import error_info_from
+from tests.hermetic import memory_settings
 
 if TYPE_CHECKING:  # mypy-protobuf types the stub built on an aio channel as the async stub
     Stub = memory_service_pb2_grpc.MemoryServiceAsyncStub
@@ -24,7 +24,7 @@ else:
 
 @pytest.fixture
 async def memory_server(tmp_path: Path) -> AsyncIterator[MemoryServer]:
-    settings = MemorySettings(address="127.0.0.1:0", database_url=f"sqlite:///{tmp_path}/memory.sqlite3")
+    settings = memory_settings(tmp_path / "memory.sqlite3")
     server = await start_memory_server(settings)
     yield server
     await server.stop(0)

@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
+from tests.hermetic import unreachable_address
 
 
 def free_port() -> int:
@@ -33,6 +34,7 @@ class ServerProcess:
             **os.environ,
             "STRATA_MEMORY_ADDRESS": self.address,
             "STRATA_MEMORY_DATABASE_URL": f"sqlite:///{database}",
+            "STRATA_MEMORY_RETRIEVAL_ADDRESS": unreachable_address(),
         }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "strata_memory.main"],

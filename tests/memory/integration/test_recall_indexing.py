@@ -14,6 +14,7 @@ from strata_memory.indexing.outbox import current_documents
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.main import MemoryServer, build_operations
 from strata_memory.operations.search import SearchWindow
+from tests.hermetic import unreachable_address
 from tests.memory.integration.conftest import Stub, new_agent
 
 USER, ASSISTANT, TOOL = pb.MESSAGE_ROLE_USER, pb.MESSAGE_ROLE_ASSISTANT, pb.MESSAGE_ROLE_TOOL
@@ -23,7 +24,7 @@ class RecordingRetrieval(RetrievalClient):
     """Answers every search with no hits and keeps the requests."""
 
     def __init__(self) -> None:
-        super().__init__("127.0.0.1:9")
+        super().__init__(unreachable_address())
         self.requests: list[rpb.SearchRequest] = []
 
     async def search(self, request: rpb.SearchRequest) -> rpb.SearchResponse:

@@ -15,6 +15,7 @@ import pytest_asyncio
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.limits import Limits
 from strata_retrieval.manifest import MANIFEST_NAME
 from strata_serving.status import bad_request_from, error_info_from
 from tests.retrieval.service_fixtures import MEMORIES, TENANT, Service, ids, passage, running_service, search
@@ -82,9 +83,11 @@ BAD_SEARCHES = [
     (search("tea", fts_weight=-0.5), "fts_weight"),
     (search("tea", top_k=10, vector_depth=5), "vector_depth"),
     (search("tea", fts_depth=1001), "fts_depth"),
-    (search("q" * 8193), "query"),
+    (search("q" * (Limits().max_query_chars + 1)), "query"),
     (search("tea", kinds=[pb.DOCUMENT_KIND_UNSPECIFIED]), "filter.kinds[0]"),
     (search("tea", tags=[""]), "filter.tags[0]"),
+    (search("tea", tags=[f"t{i}" for i in range(Limits().max_tags + 1)]), "filter.tags"),
+    (search("tea", archive_ids=[f"a{i}" for i in range(Limits().max_filter_values + 1)]), "filter.archive_ids"),
 ]
 
 

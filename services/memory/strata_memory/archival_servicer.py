@@ -17,6 +17,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory import conversions as conv
 from strata_memory.indexing.reindex import ReindexScope
+from strata_memory.limits import MAX_REINDEX_BATCH, MAX_SEARCH_RESULTS
 from strata_memory.operations.archival import Written
 from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.search import SearchWindow
@@ -35,9 +36,7 @@ SEARCH_MODES = {
     api.SEARCH_MODE_FTS: "fts",
     api.SEARCH_MODE_HYBRID: "hybrid",
 }
-MAX_SEARCH_RESULTS = 100
 DEFAULT_REINDEX_BATCH = 256
-MAX_REINDEX_BATCH = 512  # RetrievalService's default batch limit
 
 
 class ArchivalHandlers:

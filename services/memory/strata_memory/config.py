@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES
+
 
 class MemorySettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="STRATA_MEMORY_", frozen=True, extra="forbid")
@@ -70,6 +72,10 @@ class MemorySettings(BaseSettings):
     # Limits (docs/security.md lists every limit, including the fixed ones in the code).
     max_message_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     """Largest request the server accepts (``grpc.max_receive_message_length``): RESOURCE_EXHAUSTED."""
+    retrieval_max_message_bytes: int = Field(default=DEFAULT_RETRIEVAL_MESSAGE_BYTES, ge=1024)
+    """Largest message on the channel to RetrievalService, sent or received: set it to
+    RetrievalService's ``STRATA_RETRIEVAL_MAX_MESSAGE_BYTES``. The outbox keeps each batch within
+    ``strata_memory.limits.outbox_batch_bytes`` of it."""
     searches_per_tenant: int = Field(default=8, ge=0)
     """Searches (each embeds a query in RetrievalService) one tenant may have in flight; beyond it
     a call fails at once with RESOURCE_EXHAUSTED (reason TENANT_CONCURRENCY_LIMIT). 0: no limit."""

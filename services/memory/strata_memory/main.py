@@ -17,6 +17,7 @@ from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxWorker
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED
 from strata_memory.operations.agents import Agents
 from strata_memory.operations.archival import Archives
 from strata_memory.operations.blocks import Blocks
@@ -116,6 +117,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         api_key=_secret(settings.retrieval_api_key),
         tls_server_name=settings.retrieval_tls_server_name,
         searches_per_tenant=settings.searches_per_tenant,
+        max_message_bytes=settings.retrieval_max_message_bytes,
     )
     outbox = OutboxWorker(
         database,
@@ -139,7 +141,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         extra_interceptors=_auth_interceptors(settings, database),
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
-            ("grpc.max_send_message_length", settings.max_message_bytes),
+            ("grpc.max_send_message_length", RESPONSE_BYTES_UNBOUNDED),
         ],
         tls=server_tls(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file),
     )

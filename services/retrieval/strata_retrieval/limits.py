@@ -1,4 +1,8 @@
-"""Request limits and the checks that enforce them (INVALID_ARGUMENT naming the offending field)."""
+"""Request limits and the checks that enforce them (INVALID_ARGUMENT naming the offending field).
+
+docs/security.md lists them in one table with MemoryService's (``strata_memory.limits``);
+``tests/security/test_limits_table.py`` checks each row against a running server.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,12 @@ class Limits:
     max_text_chars: int = 32_768
     max_id_chars: int = 256
     max_tags: int = 64
+    """Tags on one document, and tags in one search filter."""
     max_tag_chars: int = 256
-    max_query_chars: int = 8_192
+    max_filter_values: int = 1_000
+    """Values in each other list of a filter (agent, archive and conversation ids, roles)."""
+    max_query_chars: int = 10_000
+    """The same as MemoryService's (``strata_memory.limits.MAX_QUERY_CHARS``)."""
     max_top_k: int = 100
     max_candidate_depth: int = 1_000
     max_delete_ids: int = 10_000
@@ -72,13 +80,15 @@ def check_id(document_id: str, limits: Limits, where: str) -> None:
 def check_filter(flt: DocumentFilter, limits: Limits, where: str = "filter") -> None:
     if not flt.tenant_id:
         raise InvalidArgument.field(f"{where}.tenant_id", "is required")
-    for name, values in (
-        ("agent_ids", flt.agent_ids),
-        ("archive_ids", flt.archive_ids),
-        ("conversation_ids", flt.conversation_ids),
-        ("tags", flt.tags),
-        ("roles", flt.roles),
+    for name, values, most in (
+        ("agent_ids", flt.agent_ids, limits.max_filter_values),
+        ("archive_ids", flt.archive_ids, limits.max_filter_values),
+        ("conversation_ids", flt.conversation_ids, limits.max_filter_values),
+        ("tags", flt.tags, limits.max_tags),
+        ("roles", flt.roles, limits.max_filter_values),
     ):
+        if len(values) > most:
+            raise InvalidArgument.field(f"{where}.{name}", f"has {len(values)} values; at most {most}")
         _check_values(values, f"{where}.{name}", limits.max_tag_chars)
     if flt.created_from and flt.created_to and flt.created_from > flt.created_to:
         raise InvalidArgument.field(f"{where}.created_at", "start is after end")

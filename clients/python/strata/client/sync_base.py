@@ -19,6 +19,11 @@ from google.protobuf.message import Message
 from strata.client.arguments import API_KEY_ENV, DEFAULT_TIMEOUT, call_metadata
 from strata.client.errors import error_from_rpc
 
+RECEIVE_ANY_SIZE = ("grpc.max_receive_message_length", -1)
+"""Responses are not bounded by the server (docs/security.md, Limits): what was stored in pieces
+(an agent's blocks, a page of long passages) may be read back in one response larger than gRPC's
+4 MiB default. Pass your own ``grpc.max_receive_message_length`` in ``options`` to bound it."""
+
 RequestT = TypeVar("RequestT", bound=Message)
 ResponseT = TypeVar("ResponseT", bound=Message)
 
@@ -48,6 +53,8 @@ class ClientBase:
         self.tenant = tenant
         self.timeout = timeout
         self._metadata = call_metadata(tenant, api_key or os.environ.get(API_KEY_ENV) or None)
+        if not any(name == RECEIVE_ANY_SIZE[0] for name, _ in options):
+            options = [RECEIVE_ANY_SIZE, *options]
         if credentials is None:
             self._channel = grpc.insecure_channel(target, options=list(options))
         else:

@@ -14,6 +14,7 @@ import grpc
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.domain.errors import RetrievalUnavailable
+from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES, channel_options
 from strata_serving.admission import TenantConcurrency
 from strata_serving.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, StrataError
 
@@ -54,17 +55,19 @@ class RetrievalClient:
         api_key: str | None = None,
         tls_server_name: str | None = None,
         searches_per_tenant: int = 0,
+        max_message_bytes: int = DEFAULT_RETRIEVAL_MESSAGE_BYTES,
     ) -> None:
         """``credentials`` select TLS (mTLS with a client certificate); ``api_key`` is the service key
         sent as a bearer token; ``searches_per_tenant`` bounds each tenant's searches in flight (each
-        embeds its query), 0 for no bound."""
+        embeds its query), 0 for no bound; ``max_message_bytes`` bounds what the channel sends and
+        receives (RetrievalService's own request limit)."""
         self.address = address
         self._timeout = timeout
         self._credentials = credentials
         self._metadata = (("authorization", f"Bearer {api_key}"),) if api_key else ()
-        self._options: tuple[tuple[str, Any], ...] = _CHANNEL_OPTIONS
+        self._options: tuple[tuple[str, Any], ...] = (*_CHANNEL_OPTIONS, *channel_options(max_message_bytes))
         if tls_server_name:
-            self._options = (*_CHANNEL_OPTIONS, ("grpc.ssl_target_name_override", tls_server_name))
+            self._options = (*self._options, ("grpc.ssl_target_name_override", tls_server_name))
         self.searches = TenantConcurrency(searches_per_tenant, what="searches")
         self._channel: grpc.aio.Channel | None = None
         self._stub: RetrievalStub | None = None

@@ -13,6 +13,7 @@ from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection
 
+from strata_memory.limits import MAX_PASSAGE_CHARS, MAX_PASSAGE_TAGS, MAX_PASSAGES_PER_CALL, MAX_TAG_CHARS
 from strata_memory.operations.agents import new_id
 from strata_memory.operations.prompts import Prompts
 from strata_memory.store import agents as agent_rows
@@ -23,10 +24,6 @@ from strata_memory.store.records import ArchiveRecord, Page, PassageRecord, now_
 from strata_serving.errors import InvalidArgument
 
 T = TypeVar("T")
-
-MAX_PASSAGES_PER_CALL = 1000
-MAX_PASSAGE_CHARS = 100_000
-MAX_TAGS = 32
 
 
 class IndexQueue(Protocol):
@@ -54,9 +51,9 @@ def checked_passage(passage: PassageRecord, index: int) -> PassageRecord:
             f"passages[{index}].text", f"is {len(text)} characters; at most {MAX_PASSAGE_CHARS}"
         )
     tags = tuple(dict.fromkeys(tag.strip() for tag in passage.tags))
-    if len(tags) > MAX_TAGS or any(not tag or len(tag) > 100 for tag in tags):
+    if len(tags) > MAX_PASSAGE_TAGS or any(not tag or len(tag) > MAX_TAG_CHARS for tag in tags):
         raise InvalidArgument.field(
-            f"passages[{index}].tags", f"at most {MAX_TAGS} tags of 1-100 characters each"
+            f"passages[{index}].tags", f"at most {MAX_PASSAGE_TAGS} tags of 1-{MAX_TAG_CHARS} characters each"
         )
     return dataclasses.replace(passage, text=text, tags=tags)
 

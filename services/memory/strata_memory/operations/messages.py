@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.engine import Connection
 
+from strata_memory.limits import MAX_MESSAGES_PER_APPEND
 from strata_memory.operations.agents import new_id
 from strata_memory.operations.archival import IndexQueue, Written
 from strata_memory.store import agents as agent_rows
@@ -17,7 +18,6 @@ from strata_memory.store.records import MessageRecord, Page, now_us
 from strata_serving.errors import InvalidArgument
 
 ROLES = ("system", "user", "assistant", "tool")
-MAX_MESSAGES_PER_APPEND = 1000
 
 
 def checked_messages(messages: Sequence[MessageRecord]) -> None:

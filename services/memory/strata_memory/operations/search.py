@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.limits import MAX_QUERY_CHARS, check_tag_filter
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import messages as message_rows
@@ -25,7 +26,6 @@ from strata_memory.store.records import MessageRecord, PassageRecord
 from strata_serving.errors import InvalidArgument
 
 T = TypeVar("T")
-MAX_QUERY_CHARS = 10_000
 MODES = {"vector": rpb.SEARCH_MODE_VECTOR, "fts": rpb.SEARCH_MODE_FTS, "hybrid": rpb.SEARCH_MODE_HYBRID}
 MODE_NAMES = {v: k for k, v in MODES.items()}
 
@@ -73,6 +73,7 @@ class Search:
     async def archival(
         self, tenant_id: str, agent_id: str, window: SearchWindow, *, tags: Sequence[str], match_all: bool
     ) -> list[Hit[PassageRecord]]:
+        check_tag_filter(tags)
         archive_ids = await self._db.read(lambda conn: _archives_of(conn, tenant_id, agent_id))
         if not archive_ids:
             return []

@@ -2,7 +2,9 @@
 
 Every problem becomes a :class:`ToolArgumentError` that names the argument, so the model can fix its
 call; nothing here raises a bare exception. String arguments have their line endings normalised to
-``\\n`` (``\\r\\n`` and lone ``\\r``); tabs and all other characters are kept as written.
+``\\n`` (``\\r\\n`` and lone ``\\r``); tabs and all other characters are kept as written. A lone
+UTF-16 surrogate (JSON's ``"\\ud800"`` escape without its pair) is refused wherever it appears: it is
+not a character, and no store, index or protobuf string can hold it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from ..errors import LineNumberPrefix, ToolArgumentError
 from ..render import LINE_NUMBER_WARNING
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 LINE_NUMBER_PREFIX = re.compile(r"^[ \t]*\d+→[ \t]*", re.MULTILINE)
 """A line that starts like a rendered line-numbered value line (Letta's guard regex)."""
 _WARNING_SENTENCE = LINE_NUMBER_WARNING.split(". ", 1)[0]
@@ -44,7 +47,37 @@ def decode_arguments(tool: str, arguments: str | Mapping[str, Any]) -> dict[str,
         raise ToolArgumentError(f"Arguments for {tool} must be a JSON object, got {_json_type(decoded)}.")
     if not all(isinstance(key, str) for key in decoded):
         raise ToolArgumentError(f"Arguments for {tool} must have string keys.")
+    _refuse_surrogates(tool, decoded)
     return dict(decoded)
+
+
+def _refuse_surrogates(tool: str, arguments: Mapping[str, Any]) -> None:
+    """Refuse any key or string value, at any depth, that holds a lone surrogate (iterative: a
+    deeply nested value that JSON could decode must not overflow the stack here)."""
+    pending: list[tuple[str, Any]] = [(name, value) for name, value in arguments.items()]
+    while pending:
+        name, value = pending.pop()
+        if isinstance(value, str):
+            texts = [value]
+        elif isinstance(value, Mapping):
+            texts = [key for key in value if isinstance(key, str)]
+            pending.extend((name, item) for item in value.values())
+        elif isinstance(value, (list, tuple)):
+            texts = []
+            pending.extend((name, item) for item in value)
+        else:
+            texts = []
+        if _LONE_SURROGATE.search(name) or any(_LONE_SURROGATE.search(text) for text in texts):
+            raise ToolArgumentError(
+                f"Arguments for {tool}: '{_printable(name)}' holds a lone surrogate "
+                "(an unpaired \\ud800-\\udfff escape), which is not a character; "
+                "send the character itself or a valid pair.",
+                field_violations=[(_printable(name), "holds a lone surrogate")],
+            )
+
+
+def _printable(name: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", name)
 
 
 class Arguments:

@@ -2,6 +2,9 @@
 
 Pure functions only; running the search is the caller's business. Date bounds are inclusive, a
 date-only bound covers the whole day, and a bound without an offset is in the agent's timezone.
+Bounds are returned in UTC, clamped to the representable range (``0001-01-01`` east of UTC begins
+before year 1 in UTC: it means "from the beginning"), and a stored time that the agent's timezone
+cannot show (year 1 west of UTC, year 9999 east of it) is shown in UTC.
 """
 
 from __future__ import annotations
@@ -9,16 +12,17 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
+from ...limits import MAX_FILTER_TAGS, MAX_SEARCH_RESULTS, MAX_TAG_CHARS
 from ..errors import ToolArgumentError
 from ..prompt import zone
 from .arguments import Arguments, decode_arguments
 
 ROLES = ("user", "assistant", "tool", "system")
 DEFAULT_RESULTS = 5
-MAX_RESULTS = 100
+MAX_RESULTS = MAX_SEARCH_RESULTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,7 @@ def parse_archival_search(arguments: str | Mapping[str, Any], timezone: str) -> 
     start, end = _range(args, "start_datetime", "end_datetime", timezone)
     return ArchivalQuery(
         query=args.optional_str("query") or "",
-        tags=tuple(args.optional_str_list("tags")),
+        tags=_filter_tags(args),
         match_all=mode == "all",
         top_k=_count(args, "top_k"),
         start=start,
@@ -110,7 +114,16 @@ def parse_bound(text: str, *, name: str, end: bool, timezone: str) -> datetime:
         ) from None
     if len(text.strip()) == 10:
         moment = datetime.combine(moment.date(), time.max if end else time.min)
-    return moment if moment.tzinfo else moment.replace(tzinfo=zone(timezone))
+    return in_utc(moment if moment.tzinfo else moment.replace(tzinfo=zone(timezone)))
+
+
+def in_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC, clamped to years 1-9999 when its offset carries it past either end."""
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        edge = datetime.min if moment.year == datetime.min.year else datetime.max
+        return edge.replace(tzinfo=UTC)
 
 
 def archival_results(found: Sequence[Found], timezone: str) -> str:
@@ -151,6 +164,22 @@ def _arguments(tool: str, arguments: str | Mapping[str, Any], names: tuple[str, 
     return Arguments(tool, decode_arguments(tool, arguments), names)
 
 
+def _filter_tags(args: Arguments) -> tuple[str, ...]:
+    tags = args.optional_str_list("tags")
+    if len(tags) > MAX_FILTER_TAGS:
+        raise ToolArgumentError(
+            f"{args.tool}: 'tags' has {len(tags)} tags; at most {MAX_FILTER_TAGS}.",
+            field_violations=[("tags", f"at most {MAX_FILTER_TAGS} tags")],
+        )
+    for tag in tags:
+        if not tag or len(tag) > MAX_TAG_CHARS:
+            raise ToolArgumentError(
+                f"{args.tool}: each tag must have 1 to {MAX_TAG_CHARS} characters, got {len(tag)}.",
+                field_violations=[("tags", f"each tag 1 to {MAX_TAG_CHARS} characters")],
+            )
+    return tuple(tags)
+
+
 def _count(args: Arguments, name: str) -> int:
     value = args.optional_int(name, DEFAULT_RESULTS)
     if not 1 <= value <= MAX_RESULTS:
@@ -181,7 +210,11 @@ def _relevance(found: Found) -> dict[str, Any]:
 
 
 def _iso(moment: datetime, timezone: str) -> str:
-    return moment.astimezone(zone(timezone)).isoformat(timespec="seconds")
+    try:
+        shown = moment.astimezone(zone(timezone))
+    except OverflowError:  # year 1 west of UTC or year 9999 east of it: not a date in that zone
+        shown = moment.astimezone(UTC)
+    return shown.isoformat(timespec="seconds")
 
 
 def _ago(delta: timedelta) -> str:

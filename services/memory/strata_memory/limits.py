@@ -1,0 +1,71 @@
+"""Every fixed limit MemoryService enforces where data enters, in one place.
+
+The configurable ones (request bytes, searches per tenant, the channel to RetrievalService) are
+settings in :mod:`strata_memory.config`; the byte budgets derived from them are computed here so
+that no two places can disagree. ``docs/security.md`` lists all of them in one table, and
+``tests/security/test_limits_table.py`` reads that table and checks each row against a running
+server (just under the limit passes, just over gets the documented status).
+
+Each violation is INVALID_ARGUMENT naming the field (a tool call gets a tool error naming the
+argument instead, which the LLM can read and fix).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from strata_serving.errors import InvalidArgument
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+MAX_MESSAGES_PER_APPEND = 1000
+MAX_PASSAGES_PER_CALL = 1000
+MAX_PASSAGE_CHARS = 100_000
+MAX_PASSAGE_TAGS = 32
+"""Distinct tags on one passage."""
+MAX_TAG_CHARS = 100
+"""Characters in one tag, on a passage or in a search filter (a longer tag could match nothing)."""
+MAX_FILTER_TAGS = 64
+"""Tags in one search filter (SearchArchival, archival_memory_search)."""
+MAX_QUERY_CHARS = 10_000
+"""Characters in one search query; RetrievalService accepts the same (strata_retrieval.limits)."""
+MAX_SEARCH_RESULTS = 100
+MAX_REINDEX_BATCH = 512
+"""RetrievalService's default ``max_batch_documents``."""
+
+DEFAULT_RETRIEVAL_MESSAGE_BYTES = 64 * 1024 * 1024
+"""RetrievalService's default request limit (``STRATA_RETRIEVAL_MAX_MESSAGE_BYTES``)."""
+RESPONSE_BYTES_UNBOUNDED = -1
+"""MemoryService's send limit: responses are never refused for their size. Input is bounded by the
+request limit, so what a tenant stored (an agent whose blocks total more than one request, a page
+of long passages) can always be read back; clients must accept large responses (the Python client
+does)."""
+
+
+def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    """gRPC options of MemoryService's channel to RetrievalService, both ways from one setting
+    (``STRATA_MEMORY_RETRIEVAL_MAX_MESSAGE_BYTES``, which should equal RetrievalService's
+    ``STRATA_RETRIEVAL_MAX_MESSAGE_BYTES``)."""
+    return [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+    ]
+
+
+def outbox_batch_bytes(max_message_bytes: int) -> int:
+    """The most serialized document bytes one delivery to RetrievalService may carry: its request
+    limit less an eighth for the envelope, so a batch the outbox builds is never refused for size."""
+    return max_message_bytes - max_message_bytes // 8
+
+
+def check_tag_filter(tags: Sequence[str], field: str = "tags") -> None:
+    """A search's tag filter: at most ``MAX_FILTER_TAGS`` tags of 1 to ``MAX_TAG_CHARS`` characters."""
+    if len(tags) > MAX_FILTER_TAGS:
+        raise InvalidArgument.field(field, f"has {len(tags)} tags; at most {MAX_FILTER_TAGS}")
+    for i, tag in enumerate(tags):
+        if not tag:
+            raise InvalidArgument.field(f"{field}[{i}]", "must not be empty")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidArgument.field(
+                f"{field}[{i}]", f"has {len(tag)} characters; at most {MAX_TAG_CHARS}"
+            )

@@ -87,7 +87,7 @@ BAD_SEARCHES = [
     (search("tea", kinds=[pb.DOCUMENT_KIND_UNSPECIFIED]), "filter.kinds[0]"),
     (search("tea", tags=[""]), "filter.tags[0]"),
     (search("tea", tags=[f"t{i}" for i in range(Limits().max_tags + 1)]), "filter.tags"),
-    (search("tea", archive_ids=[f"a{i}" for i in range(Limits().max_filter_values + 1)]), "filter.archive_ids"),
+    (search("q", archive_ids=[str(i) for i in range(Limits().max_filter_values + 1)]), "filter.archive_ids"),
 ]
 
 

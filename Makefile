@@ -16,7 +16,7 @@ BUF         := $(CURDIR)/$(TS_DIR)/node_modules/.bin/buf
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check node buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
+        client client-check docs node buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ proto-check: proto ## fail if the committed stubs differ from freshly generated 
 	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1
 	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1)" \
 	  || { echo "untracked generated files: run 'make proto' and commit"; exit 1; }
+
+docs: install ## regenerate docs/api.md and docs/errors.md from the proto comments (drift-checked by a test)
+	$(PY) -m scripts.proto_docs
 
 client: install ## regenerate the sync MemoryClient from the async one (clients/python/strata/client)
 	$(PY) -m scripts.generate_sync_client

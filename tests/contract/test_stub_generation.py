@@ -54,6 +54,7 @@ def test_java_and_csharp_stubs_land_in_the_declared_packages(clean_tree: Path, t
             ".",
             f"--java_out={tmp_path / 'java'}",
             f"--csharp_out={tmp_path / 'cs'}",
+            "--csharp_opt=base_namespace=Strata",  # one folder per namespace: each API has an Errors.cs
             *protos,
         ],
         cwd=clean_tree,
@@ -65,7 +66,8 @@ def test_java_and_csharp_stubs_land_in_the_declared_packages(clean_tree: Path, t
         # java_multiple_files: one class per message/enum/service, not one outer class per file.
         assert len(java_files) > 3, java_files
         assert all(f"package dev.strata.{api}.v1;" in f.read_text() for f in java_files)
-    csharp = {p.name: p.read_text() for p in (tmp_path / "cs").glob("*.cs")}
-    assert "namespace Strata.Memory.V1 {" in csharp["MemoryService.cs"]
-    assert "namespace Strata.Retrieval.V1 {" in csharp["Retrieval.cs"]
-    assert "namespace Strata.Admin.V1 {" in csharp["Admin.cs"]
+    csharp = {str(p.relative_to(tmp_path / "cs")): p.read_text() for p in (tmp_path / "cs").rglob("*.cs")}
+    assert "namespace Strata.Memory.V1 {" in csharp["Memory/V1/MemoryService.cs"]
+    assert "namespace Strata.Retrieval.V1 {" in csharp["Retrieval/V1/Retrieval.cs"]
+    assert "namespace Strata.Admin.V1 {" in csharp["Admin/V1/Admin.cs"]
+    assert "public enum ErrorReason {" in csharp["Memory/V1/Errors.cs"]

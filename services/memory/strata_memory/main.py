@@ -10,7 +10,12 @@ import grpc
 from pydantic import SecretStr
 
 from strata.admin.v1 import admin_pb2, admin_pb2_grpc
-from strata.memory.v1 import memory_service_pb2, memory_service_pb2_grpc
+from strata.admin.v1 import errors_pb2 as admin_errors_pb2  # noqa: F401  (reflection serves ErrorReason)
+from strata.memory.v1 import (
+    errors_pb2,  # noqa: F401  (loaded so reflection serves the ErrorReason catalogue)
+    memory_service_pb2,
+    memory_service_pb2_grpc,
+)
 from strata_memory.access import ApiKeys, MemoryAuthenticator
 from strata_memory.admin_servicer import AdminServicer
 from strata_memory.config import MemorySettings

@@ -12,7 +12,11 @@ import logging
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
-from strata.retrieval.v1 import retrieval_pb2, retrieval_pb2_grpc
+from strata.retrieval.v1 import (
+    errors_pb2,  # noqa: F401  (loaded so reflection serves the ErrorReason catalogue)
+    retrieval_pb2,
+    retrieval_pb2_grpc,
+)
 from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine

@@ -171,12 +171,23 @@ class ArchivalHandlers:
         """With ``wait_searchable``: return once the write's index jobs are delivered, within the deadline."""
         if not wait:
             return
-        remaining = context.time_remaining()
-        if not await self._ops.index_queue.wait_delivered(written.job_ids, remaining):
+        if not await self._ops.index_queue.wait_delivered(
+            written.job_ids, wait_budget(context.time_remaining())
+        ):
             await context.abort(
                 grpc.StatusCode.DEADLINE_EXCEEDED,
                 "stored, but not searchable within the call's deadline yet; indexing goes on",
             )
+
+
+def wait_budget(remaining: float | None) -> float | None:
+    """How long a ``wait_searchable`` call waits for indexing when ``remaining`` seconds are left of
+    its deadline (None: no deadline, no bound). A quarter of the time, at most 1 s, is kept to answer:
+    the caller then hears "stored, not yet searchable" from the server, not a bare DEADLINE_EXCEEDED
+    from its own timer that could as well mean the write never happened."""
+    if remaining is None:
+        return None
+    return max(0.0, remaining - min(1.0, remaining / 4))
 
 
 def _window(query: str, mode: api.SearchMode.ValueType, count: int, request: Any, field: str) -> SearchWindow:

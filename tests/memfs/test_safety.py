@@ -278,3 +278,31 @@ def test_a_file_saved_while_a_pull_runs_is_not_overwritten(
     assert "C notes.md  (changed here and on the server since the last sync)" in memfs.ok(
         "status", "--dir", str(root)
     )
+
+
+@pytest.mark.parametrize("local", ["edited", "deleted"])
+def test_a_server_edit_landing_mid_push_becomes_a_conflict(
+    memfs: Memfs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, local: str
+) -> None:
+    agent_id, root = cloned(memfs, tmp_path, block("notes", "0"), block("keep", "k"))
+    if local == "edited":
+        set_body(root / "notes.md", "local")
+    else:
+        (root / "notes.md").unlink()
+    planned = engine.sync_plan
+
+    def plan_then_server_edit(*args: Any, **kwargs: Any) -> Any:  # fault injection: another writer, now
+        found = planned(*args, **kwargs)
+        memfs.set_value(agent_id, "notes", "server meanwhile")
+        return found
+
+    monkeypatch.setattr(engine, "sync_plan", plan_then_server_edit)
+    code, out, _ = memfs("push", "--prune", "--dir", str(root))
+    monkeypatch.undo()
+    assert code == 1, out
+    assert "C notes.md  (changed on the server during this push (" in out
+    assert sorted(memfs.client.get_agent(agent_id=agent_id).block_labels) == ["keep", "notes"]
+    assert memfs.block(agent_id, "notes").value == "server meanwhile"  # the later write stands
+    assert (body(root / "notes.md") == "local") if local == "edited" else not (root / "notes.md").exists()
+    status = memfs("status", "--dir", str(root))[1]
+    assert "C notes.md  (" in status  # still a conflict for the user to settle, not a lost edit

@@ -1,6 +1,7 @@
 """Two MemoryService processes on one store (SO_REUSEPORT, or replicas sharing a database) each run an
 outbox worker. A deletion delivered by one of them while the other's upsert of the same document is
-still on the wire (from its outbox, or from a Reindex) must not leave the deleted document searchable.
+still on the wire (from its outbox after its lease on the job expired, or from a Reindex) must not
+leave the deleted document searchable.
 
 RetrievalService, its indexes and the store are real; the one stand-in holds a single upsert back
 until the deletion went through (the fault: a slow network).
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.indexing.outbox import OutboxWorker
+from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.reindex import Reindexer, ReindexScope
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.store import archives as archive_rows
@@ -88,7 +89,8 @@ async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_
 
 async def _send(sender: str, db: Database, retrieval: RetrievalClient) -> None:
     if sender == "outbox":
-        await OutboxWorker(db, retrieval).deliver_once()
+        # The held upsert outlives its lease (a slow network), so the other worker may take the job over.
+        await OutboxWorker(db, retrieval, policy=OutboxPolicy(lease_seconds=1e-6)).deliver_once()
     else:
         async for _ in Reindexer(db, retrieval).run(ReindexScope(tenant_id=TENANT), batch_size=16):
             pass

@@ -1,4 +1,5 @@
-"""AdminService handlers (API keys). The auth interceptor lets only the admin key reach them."""
+"""AdminService handlers (API keys, parked index jobs). The auth interceptor lets only the admin key
+reach them."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ from strata.admin.v1 import admin_pb2 as pb
 from strata.admin.v1 import admin_pb2_grpc as pb_grpc
 from strata_memory.access import ApiKeys
 from strata_memory.conversions import timestamp
+from strata_memory.indexing.parked import ParkedJobs
 from strata_memory.store.api_keys import ApiKeyRecord
+from strata_memory.store.index_jobs import ParkedJob
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    def __init__(self, keys: ApiKeys) -> None:
+    def __init__(self, keys: ApiKeys, parked: ParkedJobs) -> None:
         self._keys = keys
+        self._parked = parked
 
     async def CreateApiKey(
         self, request: pb.CreateApiKeyRequest, context: Context
@@ -37,6 +41,22 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     async def RevokeApiKey(self, request: pb.RevokeApiKeyRequest, context: Context) -> pb.ApiKey:
         return api_key_to_proto(await self._keys.revoke(request.key_id))
 
+    async def ListParkedIndexJobs(
+        self, request: pb.ListParkedIndexJobsRequest, context: Context
+    ) -> pb.ListParkedIndexJobsResponse:
+        jobs, token = await self._parked.list(
+            request.tenant_id, page_size=request.page_size, page_token=request.page_token
+        )
+        return pb.ListParkedIndexJobsResponse(
+            jobs=[parked_job_to_proto(j) for j in jobs], next_page_token=token
+        )
+
+    async def RetryParkedIndexJobs(
+        self, request: pb.RetryParkedIndexJobsRequest, context: Context
+    ) -> pb.RetryParkedIndexJobsResponse:
+        retried = await self._parked.retry(request.tenant_id, list(request.job_ids))
+        return pb.RetryParkedIndexJobsResponse(retried_count=retried)
+
 
 def api_key_to_proto(record: ApiKeyRecord) -> pb.ApiKey:
     key = pb.ApiKey(
@@ -48,3 +68,19 @@ def api_key_to_proto(record: ApiKeyRecord) -> pb.ApiKey:
     if record.revoked_us is not None:
         key.revoke_time.CopyFrom(timestamp(record.revoked_us))
     return key
+
+
+def parked_job_to_proto(job: ParkedJob) -> pb.ParkedIndexJob:
+    is_passage = job.document_id.startswith("passage-")
+    return pb.ParkedIndexJob(
+        job_id=job.id,
+        tenant_id=job.tenant_id,
+        action=job.action,
+        document_id=job.document_id,
+        agent_id="" if is_passage else job.scope_id,
+        archive_id=job.scope_id if is_passage else "",
+        reason=job.reason,
+        attempts=job.attempts,
+        park_time=timestamp(job.parked_us),
+        create_time=timestamp(job.created_us),
+    )

@@ -27,7 +27,12 @@ class MemorySettings(BaseSettings):
     outbox_batch_size: int = 256
     """Index jobs delivered to RetrievalService per call."""
     outbox_max_backoff_seconds: float = 5.0
-    """Longest wait between delivery attempts while RetrievalService is unreachable."""
+    """Longest wait between delivery attempts (backoff doubles from 0.2 s, with jitter, up to this)."""
+    outbox_max_attempts: int = Field(default=8, ge=1)
+    """Times RetrievalService may refuse one document before its job is parked (AdminService lists
+    parked jobs and retries them). Unreachability never parks anything."""
+    outbox_lease_seconds: float = Field(default=30.0, gt=0)
+    """A claimed job stays with its worker this long; then another replica's worker may take it over."""
     archival_vector_weight: float = 1.0
     archival_fts_weight: float = 1.0
     """RRF leg weights for archival search (see bench/quality_scifact.py)."""

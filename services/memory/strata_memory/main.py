@@ -19,7 +19,8 @@ from strata.memory.v1 import (
 from strata_memory.access import ApiKeys, MemoryAuthenticator
 from strata_memory.admin_servicer import AdminServicer
 from strata_memory.config import MemorySettings
-from strata_memory.indexing.outbox import OutboxWorker
+from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
+from strata_memory.indexing.parked import ParkedJobs
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED
@@ -127,12 +128,18 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     outbox = OutboxWorker(
         database,
         retrieval,
-        batch_size=settings.outbox_batch_size,
-        max_backoff_seconds=settings.outbox_max_backoff_seconds,
+        policy=OutboxPolicy(
+            batch_size=settings.outbox_batch_size,
+            max_backoff_seconds=settings.outbox_max_backoff_seconds,
+            max_attempts=settings.outbox_max_attempts,
+            max_request_bytes=settings.retrieval_max_message_bytes,
+            lease_seconds=settings.outbox_lease_seconds,
+        ),
         context_turns=settings.recall_context_turns,
     )
     servicer = MemoryServicer(build_operations(database, retrieval, outbox, settings, clock))
-    admin = AdminServicer(ApiKeys(database)) if settings.admin_api_key is not None else None
+    parked = ParkedJobs(database, outbox.notify)
+    admin = AdminServicer(ApiKeys(database), parked) if settings.admin_api_key is not None else None
 
     def register(server: grpc.aio.Server) -> None:
         memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)

@@ -10,7 +10,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.config import MemorySettings
-from strata_memory.indexing.outbox import current_documents
+from strata_memory.indexing.delivery import current_documents
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.main import MemoryServer, build_operations
 from strata_memory.operations.search import SearchWindow

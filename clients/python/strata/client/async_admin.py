@@ -1,11 +1,12 @@
-"""Typed asyncio client for AdminService (API keys); ``sync_admin.py`` is generated from this file.
+"""Typed asyncio client for AdminService (API keys, parked index jobs); ``sync_admin.py`` is
+generated from this file.
 
 Every call needs the admin key: pass it as ``api_key`` (or set ``STRATA_API_KEY``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from functools import cached_property
 
 from strata.admin.v1 import admin_pb2, admin_pb2_grpc
@@ -53,3 +54,29 @@ class AsyncAdminClient(AsyncClientBase):
     async def revoke_api_key(self, *, key_id: str) -> admin_pb2.ApiKey:
         """Revoke a key; calls with it are UNAUTHENTICATED from then on."""
         return await self._call(self._stub.RevokeApiKey, admin_pb2.RevokeApiKeyRequest(key_id=key_id))
+
+    async def list_parked_index_jobs(
+        self, *, tenant_id: str = "", page_size: int = 0, page_token: str = ""
+    ) -> admin_pb2.ListParkedIndexJobsResponse:
+        """One page of parked index jobs, oldest first, each with its reason and attempts."""
+        request = admin_pb2.ListParkedIndexJobsRequest(
+            tenant_id=tenant_id, page_size=page_size, page_token=page_token
+        )
+        return await self._call(self._stub.ListParkedIndexJobs, request)
+
+    async def iter_parked_index_jobs(self, *, tenant_id: str = "") -> AsyncIterator[admin_pb2.ParkedIndexJob]:
+        """Every parked index job, fetching page after page."""
+        token = ""
+        while True:
+            page = await self.list_parked_index_jobs(tenant_id=tenant_id, page_token=token)
+            for job in page.jobs:
+                yield job
+            if not (token := page.next_page_token):
+                return
+
+    async def retry_parked_index_jobs(
+        self, *, tenant_id: str = "", job_ids: Sequence[int] = ()
+    ) -> admin_pb2.RetryParkedIndexJobsResponse:
+        """Put parked jobs (these, or every one of ``tenant_id`` / of all tenants) back into delivery."""
+        request = admin_pb2.RetryParkedIndexJobsRequest(tenant_id=tenant_id, job_ids=list(job_ids))
+        return await self._call(self._stub.RetryParkedIndexJobs, request)

@@ -8,7 +8,7 @@ streaming methods return plain iterators. The documentation lives in ``async_adm
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 
 from strata.admin.v1 import admin_pb2, admin_pb2_grpc
@@ -51,3 +51,28 @@ class AdminClient(ClientBase):
     def revoke_api_key(self, *, key_id: str) -> admin_pb2.ApiKey:
         """Revoke a key; calls with it are UNAUTHENTICATED from then on."""
         return self._call(self._stub.RevokeApiKey, admin_pb2.RevokeApiKeyRequest(key_id=key_id))
+
+    def list_parked_index_jobs(
+        self, *, tenant_id: str = "", page_size: int = 0, page_token: str = ""
+    ) -> admin_pb2.ListParkedIndexJobsResponse:
+        """One page of parked index jobs, oldest first, each with its reason and attempts."""
+        request = admin_pb2.ListParkedIndexJobsRequest(
+            tenant_id=tenant_id, page_size=page_size, page_token=page_token
+        )
+        return self._call(self._stub.ListParkedIndexJobs, request)
+
+    def iter_parked_index_jobs(self, *, tenant_id: str = "") -> Iterator[admin_pb2.ParkedIndexJob]:
+        """Every parked index job, fetching page after page."""
+        token = ""
+        while True:
+            page = self.list_parked_index_jobs(tenant_id=tenant_id, page_token=token)
+            yield from page.jobs
+            if not (token := page.next_page_token):
+                return
+
+    def retry_parked_index_jobs(
+        self, *, tenant_id: str = "", job_ids: Sequence[int] = ()
+    ) -> admin_pb2.RetryParkedIndexJobsResponse:
+        """Put parked jobs (these, or every one of ``tenant_id`` / of all tenants) back into delivery."""
+        request = admin_pb2.RetryParkedIndexJobsRequest(tenant_id=tenant_id, job_ids=list(job_ids))
+        return self._call(self._stub.RetryParkedIndexJobs, request)

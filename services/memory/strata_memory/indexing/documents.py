@@ -6,12 +6,18 @@ speaker's name when the message has one (it lifts dense recall markedly on conve
 A message can also be indexed with the dialogue turns just before it (``recall_context_turns``):
 replies such as "Yes, last Saturday!" only make sense with what they answer. The message's own text
 comes first, so it is never the part cut off; the store and search results keep the message alone.
+
+Building a document never raises on a stored value: tool-call arguments nested deeper than the JSON
+decoder allows are indexed as the raw text, nesting is walked without recursion, lone surrogates
+(which an escaped ``\\ud800`` in JSON arguments can store) become U+FFFD, and metadata (stored and
+returned by RetrievalService, never searched; search answers from the store) is bounded in size.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -23,17 +29,20 @@ MAX_INDEXED_CHARS = 30_000
 """Longer texts are indexed by their beginning (the embedder reads 256 tokens anyway); the store keeps all."""
 MAX_CONTEXT_CHARS = 1_000
 """Each preceding turn indexed with a message contributes at most this many characters."""
+MAX_INDEXED_METADATA_CHARS = 16_384
+"""Metadata entries are indexed (in key order) while keys and values total at most this many characters."""
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def passage_document(passage: PassageRecord) -> rpb.Document:
     return rpb.Document(
         id=passage.id,
-        text=passage.text[:MAX_INDEXED_CHARS],
+        text=clean(passage.text[:MAX_INDEXED_CHARS]),
         kind=rpb.DOCUMENT_KIND_PASSAGE,
         scope=rpb.Scope(tenant_id=passage.tenant_id, archive_id=passage.archive_id),
-        tags=list(passage.tags),
+        tags=list(dict.fromkeys(clean(tag) for tag in passage.tags)),
         created_at=_timestamp(passage.created_us),
-        metadata=dict(passage.metadata),
+        metadata=bounded_metadata(passage.metadata),
     )
 
 
@@ -41,14 +50,31 @@ def message_document(message: MessageRecord, context: Sequence[MessageRecord] = 
     """``context``: the turns just before the message in its conversation, oldest first."""
     return rpb.Document(
         id=message.id,
-        text=indexed_text(message, context)[:MAX_INDEXED_CHARS],
+        text=clean(indexed_text(message, context)[:MAX_INDEXED_CHARS]),
         kind=rpb.DOCUMENT_KIND_MESSAGE,
         scope=rpb.Scope(
             tenant_id=message.tenant_id, agent_id=message.agent_id, conversation_id=message.conversation_id
         ),
-        role=message.role,
+        role=clean(message.role),
         created_at=_timestamp(message.created_us),
     )
+
+
+def clean(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so it can be encoded as UTF-8."""
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def bounded_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """The entries, in key order, while their keys and values total at most MAX_INDEXED_METADATA_CHARS."""
+    kept: dict[str, str] = {}
+    budget = MAX_INDEXED_METADATA_CHARS
+    for key in sorted(metadata):
+        budget -= len(key) + len(metadata[key])
+        if budget < 0:
+            break
+        kept[clean(key)] = clean(metadata[key])
+    return kept
 
 
 def indexed_text(message: MessageRecord, context: Sequence[MessageRecord] = ()) -> str:
@@ -70,7 +96,7 @@ def _said_through(arguments: str) -> Iterator[str]:
     """The string values inside a tool call's JSON arguments (what the assistant said through it)."""
     try:
         decoded: Any = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder allows
         if arguments.strip():
             yield arguments.strip()
         return
@@ -78,15 +104,17 @@ def _said_through(arguments: str) -> Iterator[str]:
 
 
 def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        if value.strip():
-            yield value.strip()
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+    """The non-blank strings inside a decoded JSON value, depth first, walked without recursion."""
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if item.strip():
+                yield item.strip()
+        elif isinstance(item, dict):
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            pending.extend(reversed(item))
 
 
 def _timestamp(us: int) -> Timestamp:

@@ -1,14 +1,19 @@
-"""Delivers the indexing outbox to RetrievalService: in order, in batches, with retries.
+"""Delivers the indexing outbox to RetrievalService: fairly across tenants, each failure isolated.
 
 Writes commit their data and their index jobs in one transaction; this worker sends the jobs on.
-Upserts are idempotent by document id and carry the document as the store holds it at delivery time,
-so a retry, a duplicate delivery after a crash, or two workers on one database all converge. Two
-workers (processes sharing a store) can also overlap: one's upsert may still be on the wire when the
-other delivers a deletion of the same document, and land after it (so may a Reindex). So once an
-upsert is acknowledged, the sender reads the store again and deletes whatever it sent that the store
-no longer holds; any deletion committed after that read is delivered after it, hence after the
-upsert. A job leaves the outbox only after RetrievalService acknowledged it; while RetrievalService
-is down, jobs wait with exponential backoff and nothing is lost.
+Each round it leases a batch of jobs (``store.index_jobs.claim``: one worker per job at a time, each
+document's jobs in order, a dead worker's leases expire), dealt round robin over the tenants with
+jobs waiting (``fairness.fair_shares``), so one tenant's backlog delays another's fresh write by at
+most one batch. Upserts carry each document as the store holds it at delivery time and are
+idempotent, so a duplicate delivery converges; once an upsert is acknowledged the sender deletes
+whatever it sent that the store no longer holds (``delivery.upsert_as_stored``).
+
+Failures stay with the job that caused them (``delivery``): a document that cannot be built, or is
+larger than any request may be, is parked at once; a request RetrievalService refuses is split until
+the refused documents are alone, and only those are retried with exponential backoff and jitter,
+then parked (with the reason and the attempts) after ``max_attempts``. Parked jobs wait for an
+operator (AdminService ``ListParkedIndexJobs`` / ``RetryParkedIndexJobs``); nothing behind them
+waits. While RetrievalService is unreachable every job waits with backoff and none is parked.
 """
 
 from __future__ import annotations
@@ -17,24 +22,43 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
+import random
+import socket
+import uuid
 from collections.abc import Sequence
-from functools import partial
+from dataclasses import dataclass
 
-import grpc
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.indexing.documents import message_document, passage_document
+from strata_memory.indexing import delivery
+from strata_memory.indexing.fairness import fair_shares
 from strata_memory.indexing.retrieval_client import RetrievalClient
-from strata_memory.store import archives as archive_rows
+from strata_memory.limits import outbox_batch_bytes
 from strata_memory.store import index_jobs
-from strata_memory.store import messages as message_rows
 from strata_memory.store.database import Database
-from strata_memory.store.records import IndexJob, MessageRecord, PassageRecord
+from strata_memory.store.records import IndexJob
 from strata_serving.errors import StrataError
 
 log = logging.getLogger("strata.memory.outbox")
-PARKED_US = 86_400 * 1_000_000
+MAX_BATCH_DOCUMENTS = 512
+"""RetrievalService's default ``max_batch_documents``; a batch never holds more."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxPolicy:
+    """How the worker batches, retries and leases (settings ``outbox_*``)."""
+
+    batch_size: int = 256
+    idle_poll_seconds: float = 1.0
+    max_backoff_seconds: float = 5.0
+    max_attempts: int = 8
+    """Refusals of one document before its job is parked."""
+    max_request_bytes: int = 64 * 1024 * 1024
+    """RetrievalService's receive limit (its ``max_message_bytes``)."""
+    lease_seconds: float = 30.0
+    """How long a claimed job stays with this worker before another may take it over."""
 
 
 class OutboxWorker:
@@ -43,18 +67,17 @@ class OutboxWorker:
         db: Database,
         retrieval: RetrievalClient,
         *,
-        batch_size: int = 256,
-        idle_poll_seconds: float = 1.0,
-        max_backoff_seconds: float = 5.0,
+        policy: OutboxPolicy = OutboxPolicy(),
         context_turns: int = 0,
+        name: str | None = None,
     ) -> None:
         self._db = db
         self._retrieval = retrieval
-        self._batch_size = batch_size
-        self._window = batch_size  # shrinks after a batch ran out of time, grows back after successes
-        self._idle_poll = idle_poll_seconds
-        self._max_backoff = max_backoff_seconds
+        self._policy = policy
+        self._window = policy.batch_size  # shrinks after a batch ran out of time, grows back after successes
         self._context_turns = context_turns
+        self.name = name or f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._resume_after: str | None = None
         self._wake = asyncio.Event()
         self._delivered = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -87,7 +110,7 @@ class OutboxWorker:
         """Return after the next acknowledged batch, or after one poll interval."""
         async with self._delivered:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._delivered.wait(), timeout=self._idle_poll)
+                await asyncio.wait_for(self._delivered.wait(), timeout=self._policy.idle_poll_seconds)
 
     async def _run(self) -> None:
         while True:
@@ -102,28 +125,36 @@ class OutboxWorker:
                 continue
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._idle_poll)
+                await asyncio.wait_for(self._wake.wait(), timeout=self._policy.idle_poll_seconds)
+
+    async def claim(self) -> list[IndexJob]:
+        """Lease the next batch: up to the window's jobs, dealt round robin over waiting tenants."""
+        lease_us = int(self._policy.lease_seconds * 1_000_000)
+
+        def work(conn: Connection) -> list[IndexJob]:
+            shares = fair_shares(index_jobs.backlogs(conn), self._window, resume_after=self._resume_after)
+            self._resume_after = shares.resume_after
+            return index_jobs.claim(conn, shares.per_tenant, owner=self.name, lease_us=lease_us)
+
+        return await self._db.write(work)
 
     async def deliver_once(self) -> int:
-        """Deliver one batch of due jobs; returns how many were acknowledged."""
-        jobs = await self._db.read(lambda conn: index_jobs.due(conn, self._window))
-        done = 0
-        for action, run in itertools.groupby(jobs, key=lambda job: (job.action, job.tenant_id)):
+        """Claim and deliver one batch; returns how many jobs were settled (delivered or parked)."""
+        jobs = await self.claim()
+        settled = 0
+        for (tenant_id, action), run in itertools.groupby(jobs, key=lambda job: (job.tenant_id, job.action)):
             batch = list(run)
             try:
-                await self._deliver(action[0], action[1], batch)
+                refused = await self._deliver(tenant_id, action, batch)
             except StrataError as failure:
                 self._adapt(failure)
-                await self._postpone(jobs[done:], failure)
-                return done
-            except grpc.aio.AioRpcError as refusal:
-                await self._set_aside(batch, refusal)
-                continue
-            ids = [job.id for job in batch]
-            await self._db.write(partial(index_jobs.complete, job_ids=ids))
-            done += len(batch)
-        self._window = min(self._batch_size, self._window * 2) if done else self._window
-        return done
+                await self._postpone(jobs[settled:], failure)
+                return settled
+            await self._settle(batch, refused)
+            settled += len(batch)
+        if settled:
+            self._window = min(self._policy.batch_size, self._window * 2)
+        return settled
 
     def _adapt(self, failure: StrataError) -> None:
         """A batch that ran out of time is retried smaller, so a slow embedder cannot loop forever
@@ -132,40 +163,86 @@ class OutboxWorker:
             self._window = max(1, self._window // 2)
             log.warning("indexing batch timed out; next batches hold at most %d jobs", self._window)
 
-    async def _deliver(self, action: str, tenant_id: str, jobs: list[IndexJob]) -> None:
+    async def _deliver(self, tenant_id: str, action: str, jobs: list[IndexJob]) -> list[delivery.Refused]:
+        """Send one tenant's run of one action; returns what was refused (per document or scope)."""
         ids = [job.document_id for job in jobs]
         if action == index_jobs.UPSERT:
-            documents = await self._db.read(
-                lambda conn: current_documents(conn, tenant_id, ids, context_turns=self._context_turns)
+            built = await self._db.read(
+                lambda conn: delivery.documents_as_stored(
+                    conn, tenant_id, ids, context_turns=self._context_turns
+                )
             )
-            if documents:
-                await upsert_as_stored(self._db, self._retrieval, tenant_id, documents)
-        elif action == index_jobs.DELETE:
-            await self._retrieval.delete(
-                rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=ids))
-            )
-        else:
-            for scope_id in ids:
+            budget = outbox_batch_bytes(self._policy.max_request_bytes)
+            batches, oversized = delivery.byte_batches(built.documents, budget, MAX_BATCH_DOCUMENTS)
+            refused = [*built.refused, *oversized]
+            for batch in batches:
+                refused += await delivery.upsert_isolating(self._db, self._retrieval, tenant_id, batch)
+            return refused
+        if action == index_jobs.DELETE:
+
+            async def delete(part: list[str]) -> None:
+                request = rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=part))
+                await self._retrieval.delete(request)
+
+            return [
+                delivery.Refused(i, why)
+                for i, why in await delivery.isolate(list(dict.fromkeys(ids)), delete)
+            ]
+
+        async def delete_scope(scope_ids: list[str]) -> None:
+            for scope_id in scope_ids:
                 flt = rpb.DocumentFilter(tenant_id=tenant_id)
                 target = flt.agent_ids if action == index_jobs.DELETE_AGENT else flt.archive_ids
                 target.append(scope_id)
                 await self._retrieval.delete(rpb.DeleteDocumentsRequest(filter=flt))
 
-    async def _set_aside(self, jobs: Sequence[IndexJob], refusal: grpc.aio.AioRpcError) -> None:
-        """RetrievalService refused these jobs outright: park them (a day) so later jobs still flow."""
-        log.error(
-            "RetrievalService refused %d index jobs (%s): %s",
-            len(jobs),
-            refusal.code().name,
-            refusal.details(),
-        )
-        ids = [job.id for job in jobs]
-        error = f"{refusal.code().name}: {refusal.details()}"
-        await self._db.write(lambda conn: index_jobs.retry_later(conn, ids, delay_us=PARKED_US, error=error))
+        return [
+            delivery.Refused(i, why)
+            for i, why in await delivery.isolate(list(dict.fromkeys(ids)), delete_scope)
+        ]
+
+    async def _settle(self, jobs: list[IndexJob], refused: list[delivery.Refused]) -> None:
+        """Complete the delivered jobs; retry the refused ones later, or park them."""
+        why = {r.document_id: r for r in refused}
+        failed = [job for job in jobs if job.document_id in why]
+        done = [job.id for job in jobs if job.document_id not in why]
+        park = [
+            job
+            for job in failed
+            if why[job.document_id].final or job.attempts + 1 >= self._policy.max_attempts
+        ]
+        later = [job for job in failed if job not in park]
+        for job in park:
+            log.error(
+                "index job %d (%s %s of tenant %s) parked after %d attempts: %s",
+                job.id,
+                job.action,
+                job.document_id,
+                job.tenant_id,
+                job.attempts + 1,
+                why[job.document_id].reason,
+            )
+
+        def work(conn: Connection) -> None:
+            if done:
+                index_jobs.complete(conn, done)
+            for job in park:
+                index_jobs.park(conn, [job.id], reason=why[job.document_id].reason)
+            for job in later:
+                delay_us = int(self.backoff(job.attempts) * 1_000_000)
+                index_jobs.retry_later(conn, [job.id], delay_us=delay_us, error=why[job.document_id].reason)
+
+        await self._db.write(work)
+
+    def backoff(self, attempts: int) -> float:
+        """Seconds before the next attempt: exponential in the attempts so far, capped, with jitter
+        (a random half to full delay) so jobs refused together do not come back together."""
+        delay = min(0.2 * 2.0 ** min(attempts, 30), self._policy.max_backoff_seconds)
+        return delay * (0.5 + random.random() / 2)
 
     async def _postpone(self, jobs: Sequence[IndexJob], failure: StrataError) -> None:
         attempts = max(job.attempts for job in jobs)
-        delay = min(0.2 * 2**attempts, self._max_backoff)
+        delay = self.backoff(attempts)
         log.warning(
             "indexing %d jobs failed (attempt %d), retrying in %.1f s: %s",
             len(jobs),
@@ -179,48 +256,3 @@ class OutboxWorker:
                 conn, ids, delay_us=int(delay * 1_000_000), error=str(failure)
             )
         )
-
-
-async def upsert_as_stored(
-    db: Database, retrieval: RetrievalClient, tenant_id: str, documents: Sequence[rpb.Document]
-) -> None:
-    """Upsert documents read from the store, then delete from the index those the store no longer
-    holds: a deletion delivered while the upsert was on the wire must not be undone by it."""
-    await retrieval.upsert(documents)
-    sent = [document.id for document in documents]
-    kept = await db.read(lambda conn: _stored_ids(conn, tenant_id, sent))
-    if vanished := [document_id for document_id in sent if document_id not in kept]:
-        request = rpb.DeleteDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=vanished))
-        await retrieval.delete(request)
-
-
-def _stored_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:
-    """Which of these passage and message ids the store still holds."""
-    passages, messages = _stored(conn, tenant_id, ids)
-    return {p.id for p in passages} | {m.id for m in messages}
-
-
-def current_documents(
-    conn: Connection, tenant_id: str, ids: Sequence[str], *, context_turns: int = 0
-) -> list[rpb.Document]:
-    """The documents for these ids as the store holds them now (deleted ones are skipped).
-
-    A message is indexed with up to ``context_turns`` preceding dialogue turns of its conversation
-    (see ``message_document``), read from the store now, like the message itself.
-    """
-    passages, messages = _stored(conn, tenant_id, ids)
-    return [passage_document(p) for p in passages] + [
-        message_document(m, message_rows.preceding_turns(conn, m, context_turns) if context_turns else ())
-        for m in messages
-    ]
-
-
-def _stored(
-    conn: Connection, tenant_id: str, ids: Sequence[str]
-) -> tuple[list[PassageRecord], list[MessageRecord]]:
-    """The passages and the messages among ``ids`` that the store holds now."""
-    passage_ids = [i for i in ids if i.startswith("passage-")]
-    message_ids = [i for i in ids if i.startswith("message-")]
-    passages = archive_rows.get_passages(conn, tenant_id, passage_ids) if passage_ids else []
-    messages = message_rows.get_messages(conn, tenant_id, message_ids) if message_ids else []
-    return passages, messages

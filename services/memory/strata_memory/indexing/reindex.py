@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.indexing.outbox import current_documents, upsert_as_stored
+from strata_memory.indexing.delivery import current_documents, upsert_as_stored
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import archives as archive_rows

@@ -186,6 +186,13 @@ index_jobs = Table(
     Column("next_attempt_us", BigInteger, nullable=False),
     Column("last_error", Text, nullable=False),
     Column("created_us", BigInteger, nullable=False),
+    # Set when the job was parked: out of the delivery loop until an operator retries it.
+    Column("parked_us", BigInteger, nullable=True),
+    # The worker delivering the job, until lease_until_us (another worker may take it over after).
+    Column("lease_owner", String(64), nullable=False, server_default=""),
+    Column("lease_until_us", BigInteger, nullable=False, server_default="0"),
+    Index("ix_index_jobs_tenant_id", "tenant_id", "id"),
+    Index("ix_index_jobs_document", "tenant_id", "document_id", "id"),
 )
 
 api_keys = Table(

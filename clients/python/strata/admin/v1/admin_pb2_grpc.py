@@ -49,6 +49,16 @@ class AdminServiceStub:
                 request_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.RevokeApiKeyRequest.SerializeToString,
                 response_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.ApiKey.FromString,
                 _registered_method=True)
+        self.ListParkedIndexJobs = channel.unary_unary(
+                '/strata.admin.v1.AdminService/ListParkedIndexJobs',
+                request_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.ListParkedIndexJobsRequest.SerializeToString,
+                response_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.ListParkedIndexJobsResponse.FromString,
+                _registered_method=True)
+        self.RetryParkedIndexJobs = channel.unary_unary(
+                '/strata.admin.v1.AdminService/RetryParkedIndexJobs',
+                request_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsRequest.SerializeToString,
+                response_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -75,6 +85,21 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListParkedIndexJobs(self, request, context):
+        """Index jobs the outbox parked (RetrievalService kept refusing the document, or it cannot be
+        indexed at all), oldest first. A parked job waits for an operator; no other job waits for it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryParkedIndexJobs(self, request, context):
+        """Put parked jobs back into the delivery loop (due now, attempts reset); returns how many.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -92,6 +117,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RevokeApiKey,
                     request_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.RevokeApiKeyRequest.FromString,
                     response_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.ApiKey.SerializeToString,
+            ),
+            'ListParkedIndexJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListParkedIndexJobs,
+                    request_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.ListParkedIndexJobsRequest.FromString,
+                    response_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.ListParkedIndexJobsResponse.SerializeToString,
+            ),
+            'RetryParkedIndexJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryParkedIndexJobs,
+                    request_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsRequest.FromString,
+                    response_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,6 +210,60 @@ class AdminService:
             '/strata.admin.v1.AdminService/RevokeApiKey',
             strata_dot_admin_dot_v1_dot_admin__pb2.RevokeApiKeyRequest.SerializeToString,
             strata_dot_admin_dot_v1_dot_admin__pb2.ApiKey.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListParkedIndexJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.admin.v1.AdminService/ListParkedIndexJobs',
+            strata_dot_admin_dot_v1_dot_admin__pb2.ListParkedIndexJobsRequest.SerializeToString,
+            strata_dot_admin_dot_v1_dot_admin__pb2.ListParkedIndexJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryParkedIndexJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.admin.v1.AdminService/RetryParkedIndexJobs',
+            strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsRequest.SerializeToString,
+            strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

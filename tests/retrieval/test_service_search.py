@@ -57,8 +57,8 @@ async def test_hits_carry_ranks_scores_and_the_stored_document(service: Service)
     assert all(not hit.HasField("fts_score") and hit.HasField("vector_score") for hit in vector_only)
     by_id = {hit.document.id: hit.document for hit in response.hits}
     assert by_id["p-tea"] == MEMORIES[0]
-    scores = [hit.rrf_score for hit in response.hits]
-    assert scores == sorted(scores, reverse=True)  # equal scores are ordered by storage key, not id
+    order = [(-hit.rrf_score, hit.document.id) for hit in response.hits]
+    assert order == sorted(order)  # best first, equal scores by id (exact ties: test_ties.py)
 
 
 async def test_single_leg_modes_leave_the_other_rank_unset(service: Service) -> None:

@@ -131,20 +131,20 @@ class RetrievalEngine:
         return SearchResult(hits=self._hits(fused, legs, query.top_k), mode=query.mode)
 
     def _hits(self, fused: Sequence[Fused], legs: dict[str, list[ScoredKey]], top_k: int) -> tuple[Hit, ...]:
-        """The first ``top_k`` fused keys as hits, with each leg's rank and raw score."""
+        """The best ``top_k`` fused keys as hits, with each leg's rank and raw score; equal scores in
+        document id order (as the contract says), not in the storage keys' order that ``rrf`` used."""
         scores = {name: {c.key: c.score for c in candidates} for name, candidates in legs.items()}
-        documents = self._fetch_in_order([f.key for f in fused], top_k)
+        best = sorted(self._fetch_best(fused, top_k), key=lambda pair: (-pair[0].score, pair[1].id))
         hits = [
             Hit(
-                document=documents[entry.key],
+                document=document,
                 rrf_score=entry.score,
                 vector_rank=entry.ranks.get(VECTOR),
                 fts_rank=entry.ranks.get(FTS),
                 vector_score=scores.get(VECTOR, {}).get(entry.key),
                 fts_score=scores.get(FTS, {}).get(entry.key),
             )
-            for entry in fused
-            if entry.key in documents
+            for entry, document in best
         ]
         return tuple(hits[:top_k])
 
@@ -164,14 +164,26 @@ class RetrievalEngine:
     def _vector_leg(self, text: str, flt: DocumentFilter, depth: int) -> list[ScoredKey]:
         return self._vectors.search(self.embedder.embed_query(text), flt, depth)
 
-    def _fetch_in_order(self, keys: Sequence[str], wanted: int) -> dict[str, Document]:
-        """Documents for the first keys, reading further only when some key has vanished meanwhile."""
-        found: dict[str, Document] = {}
+    def _fetch_best(self, fused: Sequence[Fused], top_k: int) -> list[tuple[Fused, Document]]:
+        """Documents of the first ``top_k`` fused keys that still exist (reading further when some key
+        has vanished meanwhile), and of every later key whose score equals the last one's: the ids
+        decide which of those tied keys make the cut."""
+        found: list[tuple[Fused, Document]] = []
         start = 0
-        while start < len(keys) and len(found) < wanted:
-            chunk = keys[start : start + wanted - len(found)]
-            found.update(self._vectors.fetch(chunk))
-            start += len(chunk)
+        while top_k > 0 and start < len(fused):
+            if len(found) < top_k:
+                end = start + top_k - len(found)
+            else:
+                boundary = found[top_k - 1][0].score
+                end = start
+                while end < len(fused) and fused[end].score == boundary:
+                    end += 1
+                if end == start:
+                    break
+            chunk = fused[start:end]
+            documents = self._vectors.fetch([entry.key for entry in chunk])
+            found.extend((entry, documents[entry.key]) for entry in chunk if entry.key in documents)
+            start = end
         return found
 
     def stats(self, flt: DocumentFilter) -> ScopeStats:

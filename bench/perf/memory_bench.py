@@ -112,7 +112,7 @@ def run_two_processes(work: Path, database: str, times: Durations) -> dict[str, 
     """The floor, GetBlock and core_memory_append at c=32 with two server processes on one port."""
     print("MemoryService, two processes on one port (SO_REUSEPORT)", flush=True)
     address = f"127.0.0.1:{_free_port()}"
-    args = ["memory", "--database-url", database, "--address", address]
+    args = ["memory", "--database-url", database, "--address", address, "--reuse-port"]
     servers = [ServerProcess(args, work / f"memory-{i}.log") for i in range(2)]
     try:
         for server in servers:

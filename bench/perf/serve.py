@@ -111,6 +111,7 @@ async def serve_memory(args: argparse.Namespace) -> None:
         address=args.address,
         database_url=args.database_url,
         retrieval_address=args.retrieval_address,
+        reuse_port=args.reuse_port,
         log_level="WARNING",
         log_json=False,
     )
@@ -150,6 +151,7 @@ def main() -> None:
     memory.add_argument("--address", default="127.0.0.1:0")
     memory.add_argument("--database-url", required=True)
     memory.add_argument("--retrieval-address", default="127.0.0.1:9")
+    memory.add_argument("--reuse-port", action="store_true", help="share the port (SO_REUSEPORT)")
     bare = services.add_parser("bare")
     bare.add_argument("--address", default="127.0.0.1:0")
     retrieval = services.add_parser("retrieval")

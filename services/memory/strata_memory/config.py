@@ -5,12 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from strata_serving.settings import ServingSettings
 
 from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES
 
 
-class MemorySettings(BaseSettings):
+class MemorySettings(ServingSettings):
+    """Also the shared serving settings (drain, port sharing, keepalive, metrics, tracing)."""
+
     model_config = SettingsConfigDict(env_prefix="STRATA_MEMORY_", frozen=True, extra="forbid")
 
     address: str = "127.0.0.1:50051"
@@ -20,10 +24,12 @@ class MemorySettings(BaseSettings):
     db_workers: int = 4
     """Threads that run store transactions off the event loop."""
     shutdown_grace_seconds: float = 5.0
-    """On SIGTERM: report NOT_SERVING, then let calls in flight finish for this long."""
+    """On SIGTERM, after the drain period: let calls in flight finish for this long."""
     retrieval_address: str = "127.0.0.1:50052"
     """RetrievalService to index into and search through."""
     retrieval_timeout_seconds: float = 10.0
+    """Longest wait for one RetrievalService call; a call made for a client gets at most what that
+    client's deadline has left."""
     outbox_batch_size: int = 256
     """Index jobs delivered to RetrievalService per call."""
     outbox_max_backoff_seconds: float = 5.0

@@ -39,6 +39,7 @@ from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
 from strata_serving.tls import channel_credentials, server_tls
+from strata_serving.tracing import configure_tracing
 
 SERVICE_NAME = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
@@ -156,6 +157,8 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
             ("grpc.max_send_message_length", RESPONSE_BYTES_UNBOUNDED),
         ],
         tls=server_tls(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file),
+        serving=settings,
+        settings_prefix="STRATA_MEMORY_",
     )
     await server.start()
     outbox.start()
@@ -193,6 +196,12 @@ async def serve(settings: MemorySettings) -> None:
 def main() -> None:
     settings = MemorySettings()
     configure_logging(settings.log_level, json_lines=settings.log_json)
+    configure_tracing(
+        "strata-memory",
+        settings.tracing_exporter,
+        otlp_endpoint=settings.otlp_endpoint,
+        sample_ratio=settings.trace_sample_ratio,
+    )
     asyncio.run(serve(settings))
 
 

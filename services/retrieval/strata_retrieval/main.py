@@ -2,7 +2,8 @@
 
 Start-up order: bind the port (health NOT_SERVING), open the embedder and indexes in the executor
 (and build HNSW graphs if many vectors are unindexed, which holds the GIL and so must finish before
-serving), then report SERVING. SIGTERM reports NOT_SERVING, drains calls and closes the indexes.
+serving), then report SERVING. SIGTERM reports NOT_SERVING, keeps answering for the drain period,
+lets calls in flight finish and closes the indexes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from strata_serving.auth import AccessPolicy, AuthInterceptor, Principal, Princi
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
 from strata_serving.tls import server_tls
+from strata_serving.tracing import configure_tracing
 
 SERVICE_NAME = retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name
 log = logging.getLogger("strata.retrieval")
@@ -109,6 +111,8 @@ class RetrievalApp:
                 ("grpc.max_send_message_length", settings.max_message_bytes),
             ],
             tls=server_tls(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file),
+            serving=settings,
+            settings_prefix="STRATA_RETRIEVAL_",
         )
         self.engine: RetrievalEngine | None = None
 
@@ -161,6 +165,12 @@ async def serve(settings: RetrievalSettings) -> None:
 def main() -> None:
     settings = RetrievalSettings()
     configure_logging(settings.log_level, json_lines=settings.log_json)
+    configure_tracing(
+        "strata-retrieval",
+        settings.tracing_exporter,
+        otlp_endpoint=settings.otlp_endpoint,
+        sample_ratio=settings.trace_sample_ratio,
+    )
     asyncio.run(serve(settings))
 
 

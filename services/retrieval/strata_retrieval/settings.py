@@ -6,11 +6,12 @@ from enum import StrEnum
 from pathlib import Path
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from strata_retrieval.documents import LegWeights
 from strata_retrieval.embedding.onnx_embedder import Precision
 from strata_retrieval.limits import Limits
+from strata_serving.settings import ServingSettings
 
 
 class VectorBackend(StrEnum):
@@ -18,7 +19,9 @@ class VectorBackend(StrEnum):
     QDRANT = "qdrant"  # a Qdrant server at qdrant_url (":memory:" selects qdrant-client's local mode)
 
 
-class RetrievalSettings(BaseSettings):
+class RetrievalSettings(ServingSettings):
+    """Also the shared serving settings (drain, port sharing, keepalive, metrics, tracing)."""
+
     model_config = SettingsConfigDict(env_prefix="STRATA_RETRIEVAL_", frozen=True)
 
     address: str = "127.0.0.1:50052"

@@ -16,7 +16,7 @@ import contextvars
 import hashlib
 import hmac
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import grpc
 
 from strata_serving.errors import PermissionDenied, Unauthenticated
-from strata_serving.interceptors import Streaming, Unary
+from strata_serving.handlers import Context, rewrap
 
 AUTHORIZATION_KEY = "authorization"
 KEY_PREFIX = "sk"
@@ -208,36 +208,12 @@ class AuthInterceptor(_Interceptor):
                 )
             return principal
 
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _guard_unary(cast(Unary, handler.unary_unary), admit),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _guard_stream(cast(Streaming, handler.unary_stream), admit),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        raise TypeError(f"{method}: client-streaming calls are not supported behind auth")
+        async def guarded(run: Callable[[], Awaitable[Any]], context: Context) -> Any:
+            del context
+            token = _principal.set(await admit())
+            try:
+                return await run()
+            finally:
+                _principal.reset(token)
 
-
-def _guard_unary(inner: Unary, admit: Callable[[], Awaitable[Principal]]) -> Unary:
-    async def behaviour(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        token = _principal.set(await admit())
-        try:
-            return await inner(request, context)
-        finally:
-            _principal.reset(token)
-
-    return behaviour
-
-
-def _guard_stream(inner: Streaming, admit: Callable[[], Awaitable[Principal]]) -> Streaming:
-    async def behaviour(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
-        _principal.set(await admit())  # the stream runs in its own task; nothing to restore
-        async for item in inner(request, context):
-            yield item
-
-    return behaviour
+        return rewrap(handler, guarded)

@@ -1,30 +1,37 @@
-"""Server interceptor: request ids, one access-log line per call, and error translation.
+"""Server interceptor: request ids, deadlines, a span and metrics per call, one access-log line, and
+error translation.
 
 Handlers raise :class:`~strata_serving.errors.StrataError`; this interceptor turns it into the mapped
 status code with ``google.rpc.Status`` details in the trailing metadata. Any other exception is logged
-with its traceback and answered as INTERNAL without leaking its text.
+with its traceback and answered as INTERNAL without leaking its text. Every kind of handler is
+wrapped (unary and streaming, async generators and ``context.write`` coroutines alike, see
+:mod:`strata_serving.handlers`). The access log and metrics record the status the client saw: a call
+whose deadline passed is DEADLINE_EXCEEDED and one the client cancelled is CANCELLED, even when the
+handler itself finished. Health checks are logged at DEBUG: a probe every few seconds is not news.
 """
 
 from __future__ import annotations
 
-import contextvars
+import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from strata_serving import tracing
 from strata_serving.errors import StrataError
+from strata_serving.handlers import Context, Streaming, Unary, rewrap
+from strata_serving.metrics import RpcMetrics
+from strata_serving.propagation import REQUEST_ID_KEY, request_id_var, set_deadline
 from strata_serving.status import STATUS_DETAILS_KEY, rich_status, status_code_for
 
-REQUEST_ID_KEY = "x-request-id"
-request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
-log = logging.getLogger("strata.rpc")
+__all__ = ["REQUEST_ID_KEY", "RequestContextInterceptor", "Streaming", "Unary", "request_id_var"]
 
-Unary: TypeAlias = "Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]"
-Streaming: TypeAlias = "Callable[[Any, grpc.aio.ServicerContext[Any, Any]], AsyncIterator[Any]]"
+log = logging.getLogger("strata.rpc")
+_QUIET_PREFIX = "/grpc.health.v1.Health/"
 
 if TYPE_CHECKING:  # grpc's classes are generic only in their type stubs
     _Interceptor = grpc.aio.ServerInterceptor[Any, Any]
@@ -33,7 +40,11 @@ else:
 
 
 class RequestContextInterceptor(_Interceptor):
-    """Tags each call with a request id, logs its outcome and maps domain errors to statuses."""
+    """Tags each call with a request id and trace span, logs and counts its outcome, and maps
+    domain errors to statuses. ``metrics`` (optional) receives each call's method, code and time."""
+
+    def __init__(self, metrics: RpcMetrics | None = None) -> None:
+        self._metrics = metrics
 
     async def intercept_service(  # type: ignore[override]  # grpc returns None for unknown methods
         self,
@@ -44,70 +55,105 @@ class RequestContextInterceptor(_Interceptor):
         if handler is None:
             return None
         method = handler_call_details.method
-        incoming = dict(handler_call_details.invocation_metadata or ())
-        request_id = str(incoming.get(REQUEST_ID_KEY) or uuid.uuid4().hex)
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                _wrap_unary(cast(Unary, handler.unary_unary), method, request_id),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream(cast(Streaming, handler.unary_stream), method, request_id),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler  # client- and bidi-streaming calls pass through untouched
+        incoming = {
+            key: value
+            for key, value in handler_call_details.invocation_metadata or ()
+            if isinstance(value, str)
+        }
+        request_id = incoming.get(REQUEST_ID_KEY) or uuid.uuid4().hex
+        return rewrap(handler, _CallScope(method, request_id, incoming, self._metrics))
 
 
-def _wrap_unary(inner: Unary, method: str, request_id: str) -> Unary:
-    async def behaviour(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        request_id_var.set(request_id)
+class _CallScope:
+    """What runs around one call's handler (built per call, so it holds only that call's data)."""
+
+    def __init__(
+        self, method: str, request_id: str, incoming: dict[str, str], metrics: RpcMetrics | None
+    ) -> None:
+        self.method = method
+        self.request_id = request_id
+        self.incoming = incoming
+        self.metrics = metrics
+        self.deadline: float | None = None
+
+    async def __call__(self, run: Callable[[], Awaitable[Any]], context: Context) -> Any:
+        request_id_var.set(self.request_id)
+        self.deadline = context.time_remaining()
+        set_deadline(self.deadline)
         started = time.perf_counter()
         code = grpc.StatusCode.OK
-        try:
-            return await inner(request, context)
-        except StrataError as error:
-            code = status_code_for(error)
-            await _abort(context, error, request_id)
-        except Exception:
-            code = grpc.StatusCode.INTERNAL
-            if _already_aborted(context):
-                code = context.code() or code
+        if self.metrics is not None:
+            self.metrics.started(self.method)
+        with tracing.server_span(self.method, self.incoming) as span:
+            try:
+                result = await run()
+            except StrataError as error:
+                code = status_code_for(error)
+                await _abort(context, error, self.request_id)
+            except asyncio.CancelledError:
+                code = _cancelled_code(context)
                 raise
-            log.exception("unhandled error in %s request_id=%s", method, request_id)
-            await context.abort(code, f"internal error (request id {request_id})")
-        finally:
-            _log_call(method, request_id, code, started)
+            except Exception:
+                if _already_aborted(context):
+                    code = context.code() or grpc.StatusCode.UNKNOWN
+                    raise
+                code = grpc.StatusCode.INTERNAL
+                log.exception("unhandled error in %s request_id=%s", self.method, self.request_id)
+                await context.abort(code, f"internal error (request id {self.request_id})")
+            else:
+                code = _finished_code(context)
+                return result
+            finally:
+                tracing.end_server_span(span, code)
+                self._record(code, started)
 
-    return behaviour
+    def _record(self, code: grpc.StatusCode, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        if self.metrics is not None:
+            self.metrics.finished(self.method, code.name, elapsed)
+        level = logging.DEBUG if self.method.startswith(_QUIET_PREFIX) else logging.INFO
+        if not log.isEnabledFor(level):
+            return
+        elapsed_ms = elapsed * 1000
+        extra: dict[str, Any] = {
+            "rpc_method": self.method,
+            "rpc_code": code.name,
+            "elapsed_ms": round(elapsed_ms, 3),
+        }
+        if self.deadline is not None:
+            extra["deadline_ms"] = round(self.deadline * 1000, 1)
+        log.log(
+            level,
+            "rpc %s code=%s ms=%.2f request_id=%s",
+            self.method,
+            code.name,
+            elapsed_ms,
+            self.request_id,
+            extra=extra,
+        )
 
 
-def _wrap_stream(inner: Streaming, method: str, request_id: str) -> Streaming:
-    async def behaviour(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
-        request_id_var.set(request_id)
-        started = time.perf_counter()
-        code = grpc.StatusCode.OK
-        try:
-            async for item in inner(request, context):
-                yield item
-        except StrataError as error:
-            code = status_code_for(error)
-            await _abort(context, error, request_id)
-        except Exception:
-            code = grpc.StatusCode.INTERNAL
-            if _already_aborted(context):
-                raise
-            log.exception("unhandled error in %s request_id=%s", method, request_id)
-            await context.abort(code, f"internal error (request id {request_id})")
-        finally:
-            _log_call(method, request_id, code, started)
-
-    return behaviour
+def _deadline_passed(context: Context) -> bool:
+    remaining = context.time_remaining()
+    return remaining is not None and remaining <= 0
 
 
-async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: StrataError, request_id: str) -> None:
+def _cancelled_code(context: Context) -> grpc.StatusCode:
+    """The status the client saw for a call gRPC cancelled under the handler."""
+    return grpc.StatusCode.DEADLINE_EXCEEDED if _deadline_passed(context) else grpc.StatusCode.CANCELLED
+
+
+def _finished_code(context: Context) -> grpc.StatusCode:
+    """The status of a call whose handler returned: late or cancelled calls never reached the client
+    as OK, and a handler may have set a code without raising."""
+    if _deadline_passed(context):
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+    if context.cancelled():
+        return grpc.StatusCode.CANCELLED
+    return context.code() or grpc.StatusCode.OK
+
+
+async def _abort(context: Context, error: StrataError, request_id: str) -> None:
     details = rich_status(error).SerializeToString()
     await context.abort(
         status_code_for(error),
@@ -116,19 +162,7 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], error: StrataError
     )
 
 
-def _already_aborted(context: grpc.aio.ServicerContext[Any, Any]) -> bool:
+def _already_aborted(context: Context) -> bool:
     """True when the handler called ``context.abort`` itself (the exception is then the abort signal)."""
     code = context.code()
     return code is not None and code != grpc.StatusCode.OK
-
-
-def _log_call(method: str, request_id: str, code: grpc.StatusCode, started: float) -> None:
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    log.info(
-        "rpc %s code=%s ms=%.2f request_id=%s",
-        method,
-        code.name,
-        elapsed_ms,
-        request_id,
-        extra={"rpc_method": method, "rpc_code": code.name, "elapsed_ms": round(elapsed_ms, 3)},
-    )

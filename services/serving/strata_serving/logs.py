@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from strata_serving.interceptors import request_id_var
 
-_EXTRA_FIELDS = ("rpc_method", "rpc_code", "elapsed_ms")
+_EXTRA_FIELDS = ("rpc_method", "rpc_code", "elapsed_ms", "deadline_ms")
 
 
 class JsonFormatter(logging.Formatter):

@@ -1,5 +1,9 @@
 """MemoryService's connection to RetrievalService: the few calls it makes, with deadlines.
 
+A call made while serving a client gets what that client's deadline has left (at most the
+configured timeout) and carries its request id and trace context; background calls (the outbox)
+get the configured timeout.
+
 Transport failures become ``RetrievalUnavailable`` (UNAVAILABLE) with a message a person can act
 on; RetrievalService's own refusals keep their status.
 """
@@ -17,6 +21,7 @@ from strata_memory.domain.errors import RetrievalUnavailable
 from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES, channel_options
 from strata_serving.admission import TenantConcurrency
 from strata_serving.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, StrataError
+from strata_serving.propagation import outgoing_metadata, outgoing_timeout
 
 if TYPE_CHECKING:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
@@ -108,7 +113,11 @@ class RetrievalClient:
 
     async def _call(self, method: Any, request: Any, *, seconds: float | None = None) -> Any:
         try:
-            return await method(request, timeout=seconds or self._timeout, metadata=self._metadata)
+            return await method(
+                request,
+                timeout=outgoing_timeout(seconds or self._timeout),
+                metadata=outgoing_metadata(self._metadata),
+            )
         except grpc.aio.AioRpcError as failure:
             if failure.code() in _TRANSPORT_FAILURES:
                 raise RetrievalUnavailable(

@@ -1,0 +1,46 @@
+"""Settings both services share for running behind a load balancer or in a service mesh.
+
+Each service's settings class inherits these, so they read as ``STRATA_MEMORY_DRAIN_SECONDS`` and
+``STRATA_RETRIEVAL_DRAIN_SECONDS`` and so on (docs/deployment.md, "Service mesh").
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from strata_serving.tracing import TraceExporter
+
+
+class ServingSettings(BaseSettings):
+    # Shutdown: SIGTERM -> NOT_SERVING at once -> keep serving for drain_seconds -> stop accepting ->
+    # calls in flight get the service's grace period to finish.
+    drain_seconds: float = Field(default=5.0, ge=0)
+    """After SIGTERM, seconds to keep answering while health reports NOT_SERVING, so probes, client-side
+    health checks and endpoint updates move traffic away first (a Kubernetes gRPC readiness probe every
+    2 s with failureThreshold 1 notices within one period)."""
+    reuse_port: bool = False
+    """Share the port with other processes (SO_REUSEPORT). Off: starting on a bound port fails."""
+
+    # Connections (gRPC channel arguments; docs/deployment.md lists them).
+    keepalive_time_seconds: float = Field(default=60.0, gt=0)
+    """The server pings an idle connection this often to find dead peers."""
+    keepalive_timeout_seconds: float = Field(default=20.0, gt=0)
+    """A ping unanswered for this long closes the connection."""
+    min_client_ping_interval_seconds: float = Field(default=10.0, ge=0)
+    """Clients may ping at most this often (more often: GOAWAY too_many_pings); Strata's clients use 30 s."""
+    max_connection_age_seconds: float | None = Field(default=300.0, gt=0)
+    """Close each connection (GOAWAY) after about this long, so clients behind an L4 load balancer
+    spread over new replicas; None keeps connections for ever."""
+    max_connection_age_grace_seconds: float = Field(default=60.0, ge=0)
+    """Calls in flight on an aged connection get this long to finish."""
+
+    # Observability.
+    metrics_address: str | None = None
+    """host:port of the Prometheus endpoint (``/metrics``); None (the default) serves none."""
+    tracing_exporter: TraceExporter = TraceExporter.NONE
+    """none | otlp | console. With none no span is recorded (``traceparent`` is still forwarded)."""
+    otlp_endpoint: str | None = None
+    """OTLP/gRPC collector for ``tracing_exporter=otlp`` (default: the exporter's, localhost:4317)."""
+    trace_sample_ratio: float = Field(default=1.0, ge=0, le=1)
+    """Share of new traces recorded (a caller's sampling decision is always followed)."""

@@ -7,9 +7,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from strata_serving.settings import ServingSettings
-
 from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES
+from strata_serving.settings import ServingSettings
 
 
 class MemorySettings(ServingSettings):

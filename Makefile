@@ -46,8 +46,9 @@ run-memory: install ## start MemoryService alone
 run-retrieval: install ## start RetrievalService alone
 	$(PY) -m strata_retrieval.main
 
-test: install node ## run every test (unit, golden, integration through real servers)
+test: install node ## run every test (unit, golden, integration through real servers), then the TypeScript client's
 	$(PY) -m pytest -q
+	cd $(TS_DIR) && npm test
 
 lint: install ## ruff lint and format check
 	$(PY) -m ruff check .
@@ -60,15 +61,16 @@ format: install ## apply ruff's fixes and formatting
 typecheck: install ## mypy strict over all packages, tests and benchmarks
 	$(PY) -m mypy clients/python/strata services tests bench scripts
 
-proto: install ## regenerate Python stubs (typed, mypy-protobuf) from proto/ into clients/python
+proto: install node ## regenerate the Python stubs (typed, mypy-protobuf) and the TypeScript ones (buf + protoc-gen-es)
 	$(PY) -m grpc_tools.protoc -I proto \
 	  --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
 	  --python_out=$(GEN_ROOT) --grpc_python_out=$(GEN_ROOT) \
 	  --mypy_out=$(GEN_ROOT) --mypy_grpc_out=$(GEN_ROOT) $(PROTO_FILES)
+	cd $(TS_DIR) && $(BUF) generate --template buf.gen.yaml
 
 proto-check: proto ## fail if the committed stubs differ from freshly generated ones
-	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1
-	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1)" \
+	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(TS_DIR)/src/gen
+	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(TS_DIR)/src/gen)" \
 	  || { echo "untracked generated files: run 'make proto' and commit"; exit 1; }
 
 docs: install ## regenerate docs/api.md and docs/errors.md from the proto comments (drift-checked by a test)

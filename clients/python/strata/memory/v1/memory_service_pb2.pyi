@@ -241,7 +241,11 @@ class GetBlockRequest(_message.Message):
 
     BLOCK_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def block(self) -> _resources_pb2.BlockRef: ...
+    def block(self) -> _resources_pb2.BlockRef:
+        """Which block: a reference (block_id, or agent_id + label), not a Block. UpdateBlockRequest
+        carries the reference in "ref" and the new values in "block".
+        """
+
     def __init__(
         self,
         *,
@@ -314,7 +318,9 @@ class UpdateBlockRequest(_message.Message):
     ETAG_FIELD_NUMBER: _builtins.int
     etag: _builtins.str
     @_builtins.property
-    def ref(self) -> _resources_pb2.BlockRef: ...
+    def ref(self) -> _resources_pb2.BlockRef:
+        """Which block to change (block_id, or agent_id + label)."""
+
     @_builtins.property
     def block(self) -> _resources_pb2.Block:
         """New field values; only the fields named in update_mask are read."""
@@ -1529,7 +1535,11 @@ class ExecuteToolRequest(_message.Message):
     """Defaults to "default"."""
     tool_name: _builtins.str
     arguments: _builtins.str
-    """JSON-encoded arguments exactly as the LLM emitted them."""
+    """The tool's arguments as a JSON object *encoded as a string*, exactly as the LLM emitted them:
+    "{\\"label\\": \\"human\\", \\"old_text\\": \\"x\\", \\"new_text\\": \\"y\\"}", not a nested object.
+    ListTools gives each tool's JSON schema. Malformed JSON is a result with reason
+    INVALID_TOOL_ARGUMENTS, not a failed call.
+    """
     etag: _builtins.str
     """If set, the edit applies only if the target block's etag still equals it."""
     def __init__(

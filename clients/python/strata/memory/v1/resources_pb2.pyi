@@ -284,7 +284,9 @@ class BlockRef(_message.Message):
     AGENT_ID_FIELD_NUMBER: _builtins.int
     LABEL_FIELD_NUMBER: _builtins.int
     block_id: _builtins.str
+    """"block-<uuid>"; when set, agent_id and label may be empty."""
     agent_id: _builtins.str
+    """With label: the block of that label attached to this agent."""
     label: _builtins.str
     def __init__(
         self,

@@ -1,0 +1,274 @@
+/**
+ * MemoryClient: typed helpers for the common MemoryService flows over the generated Connect client.
+ * Every method throws a StrataError subclass (errors.ts) on failure; `raw` is the generated client
+ * for everything else (each RPC, with protobuf-es message types).
+ */
+import { create } from "@bufbuild/protobuf";
+import { FieldMaskSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type CallOptions, type Client, createClient, type Transport } from "@connectrpc/connect";
+import { toStrataError } from "./errors.js";
+import {
+  type ArchivalHit,
+  type ExecuteToolResponse,
+  MemoryService,
+  type MessageHit,
+  type ReindexProgress,
+  SearchMode,
+  TagMatch,
+} from "./gen/strata/memory/v1/memory_service_pb.js";
+import {
+  type Agent,
+  AgentSchema,
+  type Block,
+  BlockSchema,
+  MessageRole,
+  type Message,
+  MessageSchema,
+  type Passage,
+  PassageSchema,
+  RenderMode,
+} from "./gen/strata/memory/v1/resources_pb.js";
+import { createStrataTransport, type StrataOptions } from "./transport.js";
+
+export { MessageRole, RenderMode, SearchMode, TagMatch };
+
+export interface BlockInit {
+  readonly label: string;
+  readonly value?: string;
+  readonly limit?: number;
+  readonly description?: string;
+  readonly readOnly?: boolean;
+}
+
+export interface AgentInit {
+  readonly name: string;
+  /** Raw system text; "{CORE_MEMORY}" is replaced by the rendered memory. */
+  readonly system?: string;
+  readonly blocks?: readonly BlockInit[];
+  readonly timezone?: string;
+  readonly renderMode?: RenderMode;
+}
+
+/** A block: by id, or by the label it has in an agent's memory. */
+export type BlockKey = { readonly blockId: string } | { readonly agentId: string; readonly label: string };
+
+export interface BlockChanges {
+  readonly value?: string;
+  readonly limit?: number;
+  readonly description?: string;
+  readonly readOnly?: boolean;
+}
+
+export interface PassageInit {
+  readonly text: string;
+  readonly tags?: readonly string[];
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly createTime?: Date;
+}
+
+export interface MessageInit {
+  readonly role: MessageRole;
+  readonly content: string;
+  readonly name?: string;
+}
+
+export interface SearchOptions {
+  readonly mode?: SearchMode;
+  readonly tags?: readonly string[];
+  readonly tagMatch?: TagMatch;
+  readonly topK?: number;
+  readonly start?: Date;
+  readonly end?: Date;
+}
+
+export interface MessageSearchOptions {
+  readonly mode?: SearchMode;
+  readonly conversationId?: string;
+  readonly roles?: readonly MessageRole[];
+  readonly limit?: number;
+}
+
+const CHANGE_PATHS: Record<keyof BlockChanges, string> = {
+  value: "value",
+  limit: "limit",
+  description: "description",
+  readOnly: "read_only",
+};
+
+function ref(key: BlockKey) {
+  return "blockId" in key ? { blockId: key.blockId } : { agentId: key.agentId, label: key.label };
+}
+
+async function typed<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (thrown) {
+    throw toStrataError(thrown);
+  }
+}
+
+export class MemoryClient {
+  /** The generated client: one method per RPC of strata.memory.v1.MemoryService. */
+  readonly raw: Client<typeof MemoryService>;
+
+  constructor(options: StrataOptions | Transport) {
+    const transport = "target" in options ? createStrataTransport(options) : options;
+    this.raw = createClient(MemoryService, transport);
+  }
+
+  /** An agent with the given blocks ("persona" and "human" when none are given). */
+  createAgent(init: AgentInit, call?: CallOptions): Promise<Agent> {
+    const agent = create(AgentSchema, {
+      name: init.name,
+      system: init.system ?? "",
+      timezone: init.timezone ?? "",
+      renderMode: init.renderMode ?? RenderMode.UNSPECIFIED,
+    });
+    const blocks = (init.blocks ?? []).map((b) =>
+      create(BlockSchema, { label: b.label, value: b.value ?? "", limit: b.limit, description: b.description ?? "", readOnly: b.readOnly ?? false }),
+    );
+    return typed(this.raw.createAgent({ agent, blocks }, call));
+  }
+
+  getAgent(agentId: string, call?: CallOptions): Promise<Agent> {
+    return typed(this.raw.getAgent({ agentId }, call));
+  }
+
+  getBlock(key: BlockKey, call?: CallOptions): Promise<Block> {
+    return typed(this.raw.getBlock({ block: ref(key) }, call));
+  }
+
+  /**
+   * Change the given fields of a block. With `etag` (from a Block read earlier) the write applies only
+   * if nobody changed the block since; otherwise it fails with AbortedError, reason "ETAG_MISMATCH".
+   */
+  updateBlock(key: BlockKey, changes: BlockChanges, options: { etag?: string } = {}, call?: CallOptions): Promise<Block> {
+    const named = (Object.keys(changes) as (keyof BlockChanges)[]).filter((k) => changes[k] !== undefined);
+    return typed(
+      this.raw.updateBlock(
+        {
+          ref: ref(key),
+          block: create(BlockSchema, { ...changes }),
+          updateMask: create(FieldMaskSchema, { paths: named.map((k) => CHANGE_PATHS[k]) }),
+          etag: options.etag ?? "",
+        },
+        call,
+      ),
+    );
+  }
+
+  /**
+   * Run a memory tool as the agent's LLM would. `args` is an object: it is sent JSON-encoded, as the
+   * contract's string field ExecuteToolRequest.arguments requires. A tool's own failure (text not found,
+   * over the limit...) is a result with ok=false and a reason, not a thrown error.
+   */
+  executeTool(
+    agentId: string,
+    toolName: string,
+    args: Readonly<Record<string, unknown>>,
+    options: { conversationId?: string; etag?: string } = {},
+    call?: CallOptions,
+  ): Promise<ExecuteToolResponse> {
+    return typed(
+      this.raw.executeTool(
+        { agentId, toolName, arguments: JSON.stringify(args), conversationId: options.conversationId ?? "", etag: options.etag ?? "" },
+        call,
+      ),
+    );
+  }
+
+  /** The agent's core memory as it goes into the prompt (the agent's own render mode by default). */
+  async render(agentId: string, mode: RenderMode = RenderMode.UNSPECIFIED, call?: CallOptions): Promise<string> {
+    return (await typed(this.raw.renderMemory({ agentId, mode }, call))).text;
+  }
+
+  /** Insert passages into the agent's default archive; `waitSearchable` returns once they are searchable. */
+  async insertArchival(
+    agentId: string,
+    passages: readonly (string | PassageInit)[],
+    options: { archiveId?: string; waitSearchable?: boolean } = {},
+    call?: CallOptions,
+  ): Promise<Passage[]> {
+    const messages = passages.map((p) => {
+      const init = typeof p === "string" ? { text: p } : p;
+      return create(PassageSchema, {
+        text: init.text,
+        tags: [...(init.tags ?? [])],
+        metadata: { ...(init.metadata ?? {}) },
+        createTime: init.createTime && timestampFromDate(init.createTime),
+      });
+    });
+    const response = await typed(
+      this.raw.createPassages(
+        { agentId, archiveId: options.archiveId ?? "", passages: messages, waitSearchable: options.waitSearchable ?? false },
+        call,
+      ),
+    );
+    return response.passages;
+  }
+
+  async searchArchival(agentId: string, query: string, options: SearchOptions = {}, call?: CallOptions): Promise<ArchivalHit[]> {
+    const response = await typed(
+      this.raw.searchArchival(
+        {
+          agentId,
+          query,
+          mode: options.mode ?? SearchMode.UNSPECIFIED,
+          tags: [...(options.tags ?? [])],
+          tagMatch: options.tagMatch ?? TagMatch.UNSPECIFIED,
+          topK: options.topK ?? 0,
+          startTime: options.start && timestampFromDate(options.start),
+          endTime: options.end && timestampFromDate(options.end),
+        },
+        call,
+      ),
+    );
+    return response.hits;
+  }
+
+  async appendMessages(
+    agentId: string,
+    messages: readonly MessageInit[],
+    options: { conversationId?: string; waitSearchable?: boolean } = {},
+    call?: CallOptions,
+  ): Promise<Message[]> {
+    const response = await typed(
+      this.raw.appendMessages(
+        {
+          agentId,
+          conversationId: options.conversationId ?? "",
+          messages: messages.map((m) => create(MessageSchema, { role: m.role, content: m.content, name: m.name ?? "" })),
+          waitSearchable: options.waitSearchable ?? false,
+        },
+        call,
+      ),
+    );
+    return response.messages;
+  }
+
+  async searchMessages(agentId: string, query: string, options: MessageSearchOptions = {}, call?: CallOptions): Promise<MessageHit[]> {
+    const response = await typed(
+      this.raw.searchMessages(
+        {
+          agentId,
+          query,
+          mode: options.mode ?? SearchMode.UNSPECIFIED,
+          conversationId: options.conversationId ?? "",
+          roles: [...(options.roles ?? [])],
+          limit: options.limit ?? 0,
+        },
+        call,
+      ),
+    );
+    return response.hits;
+  }
+
+  /** Rebuild RetrievalService's indexes (one agent, or the tenant), yielding progress as it streams. */
+  async *reindex(options: { agentId?: string; batchSize?: number } = {}, call?: CallOptions): AsyncGenerator<ReindexProgress> {
+    try {
+      yield* this.raw.reindex({ agentId: options.agentId ?? "", batchSize: options.batchSize ?? 0 }, call);
+    } catch (thrown) {
+      throw toStrataError(thrown);
+    }
+  }
+}

@@ -1,6 +1,6 @@
-// AdminService: API keys, served by MemoryService. Every call needs the admin key
-// (metadata "authorization: Bearer <admin key>"); any other caller gets PERMISSION_DENIED, a
-// missing or unknown key UNAUTHENTICATED. The service is only present when an admin key is set.
+// AdminService: API keys and parked index jobs, served by MemoryService. Every call needs the
+// admin key (metadata "authorization: Bearer <admin key>"); any other caller gets
+// PERMISSION_DENIED, a missing or unknown key UNAUTHENTICATED. The service is only present when an admin key is set.
 //
 // A tenant key's secret is returned once, by CreateApiKey; the store keeps only its SHA-256.
 
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file strata/admin/v1/admin.proto.
  */
 export const file_strata_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChtzdHJhdGEvYWRtaW4vdjEvYWRtaW4ucHJvdG8SD3N0cmF0YS5hZG1pbi52MSKjAQoGQXBpS2V5Eg4KBmtleV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZva2VfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJIlAKFENyZWF0ZUFwaUtleVJlc3BvbnNlEigKB2FwaV9rZXkYASABKAsyFy5zdHJhdGEuYWRtaW4udjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSJkChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhQKDHNob3dfcmV2b2tlZBgEIAEoCCJZChNMaXN0QXBpS2V5c1Jlc3BvbnNlEikKCGFwaV9rZXlzGAEgAygLMhcuc3RyYXRhLmFkbWluLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkylAIKDEFkbWluU2VydmljZRJbCgxDcmVhdGVBcGlLZXkSJC5zdHJhdGEuYWRtaW4udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBolLnN0cmF0YS5hZG1pbi52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJYCgtMaXN0QXBpS2V5cxIjLnN0cmF0YS5hZG1pbi52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJC5zdHJhdGEuYWRtaW4udjEuTGlzdEFwaUtleXNSZXNwb25zZRJNCgxSZXZva2VBcGlLZXkSJC5zdHJhdGEuYWRtaW4udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoXLnN0cmF0YS5hZG1pbi52MS5BcGlLZXlCjAEKE2Rldi5zdHJhdGEuYWRtaW4udjFCCkFkbWluUHJvdG9QAVopc3RyYXRhLmRldi9nZW4vZ28vc3RyYXRhL2FkbWluL3YxO2FkbWludjGiAgNTQViqAg9TdHJhdGEuQWRtaW4uVjHKAg9TdHJhdGFcQWRtaW5cVjHqAhFTdHJhdGE6OkFkbWluOjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChtzdHJhdGEvYWRtaW4vdjEvYWRtaW4ucHJvdG8SD3N0cmF0YS5hZG1pbi52MSKjAQoGQXBpS2V5Eg4KBmtleV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZva2VfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJIlAKFENyZWF0ZUFwaUtleVJlc3BvbnNlEigKB2FwaV9rZXkYASABKAsyFy5zdHJhdGEuYWRtaW4udjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSJkChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhQKDHNob3dfcmV2b2tlZBgEIAEoCCJZChNMaXN0QXBpS2V5c1Jlc3BvbnNlEikKCGFwaV9rZXlzGAEgAygLMhcuc3RyYXRhLmFkbWluLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkigAIKDlBhcmtlZEluZGV4Sm9iEg4KBmpvYl9pZBgBIAEoAxIRCgl0ZW5hbnRfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEhMKC2RvY3VtZW50X2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFyY2hpdmVfaWQYBiABKAkSDgoGcmVhc29uGAcgASgJEhAKCGF0dGVtcHRzGAggASgFEi0KCXBhcmtfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlYKGkxpc3RQYXJrZWRJbmRleEpvYnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJlChtMaXN0UGFya2VkSW5kZXhKb2JzUmVzcG9uc2USLQoEam9icxgBIAMoCzIfLnN0cmF0YS5hZG1pbi52MS5QYXJrZWRJbmRleEpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiQQobUmV0cnlQYXJrZWRJbmRleEpvYnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIPCgdqb2JfaWRzGAIgAygDIjUKHFJldHJ5UGFya2VkSW5kZXhKb2JzUmVzcG9uc2USFQoNcmV0cmllZF9jb3VudBgBIAEoBTL7AwoMQWRtaW5TZXJ2aWNlElsKDENyZWF0ZUFwaUtleRIkLnN0cmF0YS5hZG1pbi52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiUuc3RyYXRhLmFkbWluLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElgKC0xpc3RBcGlLZXlzEiMuc3RyYXRhLmFkbWluLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBokLnN0cmF0YS5hZG1pbi52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEk0KDFJldm9rZUFwaUtleRIkLnN0cmF0YS5hZG1pbi52MS5SZXZva2VBcGlLZXlSZXF1ZXN0Ghcuc3RyYXRhLmFkbWluLnYxLkFwaUtleRJwChNMaXN0UGFya2VkSW5kZXhKb2JzEisuc3RyYXRhLmFkbWluLnYxLkxpc3RQYXJrZWRJbmRleEpvYnNSZXF1ZXN0Giwuc3RyYXRhLmFkbWluLnYxLkxpc3RQYXJrZWRJbmRleEpvYnNSZXNwb25zZRJzChRSZXRyeVBhcmtlZEluZGV4Sm9icxIsLnN0cmF0YS5hZG1pbi52MS5SZXRyeVBhcmtlZEluZGV4Sm9ic1JlcXVlc3QaLS5zdHJhdGEuYWRtaW4udjEuUmV0cnlQYXJrZWRJbmRleEpvYnNSZXNwb25zZUKMAQoTZGV2LnN0cmF0YS5hZG1pbi52MUIKQWRtaW5Qcm90b1ABWilzdHJhdGEuZGV2L2dlbi9nby9zdHJhdGEvYWRtaW4vdjE7YWRtaW52MaICA1NBWKoCD1N0cmF0YS5BZG1pbi5WMcoCD1N0cmF0YVxBZG1pblxWMeoCEVN0cmF0YTo6QWRtaW46OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message strata.admin.v1.ApiKey
@@ -189,6 +189,180 @@ export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__P
   messageDesc(file_strata_admin_v1_admin, 5);
 
 /**
+ * An index job the outbox stopped delivering, and why.
+ *
+ * @generated from message strata.admin.v1.ParkedIndexJob
+ */
+export type ParkedIndexJob = Message<"strata.admin.v1.ParkedIndexJob"> & {
+  /**
+   * @generated from field: int64 job_id = 1;
+   */
+  jobId: bigint;
+
+  /**
+   * @generated from field: string tenant_id = 2;
+   */
+  tenantId: string;
+
+  /**
+   * "upsert", "delete", "delete_agent" or "delete_archive".
+   *
+   * @generated from field: string action = 3;
+   */
+  action: string;
+
+  /**
+   * The document ("message-…" or "passage-…"), or the agent / archive of a scope deletion.
+   *
+   * @generated from field: string document_id = 4;
+   */
+  documentId: string;
+
+  /**
+   * The message's agent; empty for passages and for documents the store no longer holds.
+   *
+   * @generated from field: string agent_id = 5;
+   */
+  agentId: string;
+
+  /**
+   * The passage's archive; empty for messages.
+   *
+   * @generated from field: string archive_id = 6;
+   */
+  archiveId: string;
+
+  /**
+   * RetrievalService's refusal (status and text) or why no document could be built.
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+
+  /**
+   * Delivery attempts so far, the one that parked it included.
+   *
+   * @generated from field: int32 attempts = 8;
+   */
+  attempts: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp park_time = 9;
+   */
+  parkTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp create_time = 10;
+   */
+  createTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message strata.admin.v1.ParkedIndexJob.
+ * Use `create(ParkedIndexJobSchema)` to create a new message.
+ */
+export const ParkedIndexJobSchema: GenMessage<ParkedIndexJob> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 6);
+
+/**
+ * @generated from message strata.admin.v1.ListParkedIndexJobsRequest
+ */
+export type ListParkedIndexJobsRequest = Message<"strata.admin.v1.ListParkedIndexJobsRequest"> & {
+  /**
+   * Only this tenant's jobs when set.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Default 50, at most 1000; negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message strata.admin.v1.ListParkedIndexJobsRequest.
+ * Use `create(ListParkedIndexJobsRequestSchema)` to create a new message.
+ */
+export const ListParkedIndexJobsRequestSchema: GenMessage<ListParkedIndexJobsRequest> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 7);
+
+/**
+ * @generated from message strata.admin.v1.ListParkedIndexJobsResponse
+ */
+export type ListParkedIndexJobsResponse = Message<"strata.admin.v1.ListParkedIndexJobsResponse"> & {
+  /**
+   * @generated from field: repeated strata.admin.v1.ParkedIndexJob jobs = 1;
+   */
+  jobs: ParkedIndexJob[];
+
+  /**
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message strata.admin.v1.ListParkedIndexJobsResponse.
+ * Use `create(ListParkedIndexJobsResponseSchema)` to create a new message.
+ */
+export const ListParkedIndexJobsResponseSchema: GenMessage<ListParkedIndexJobsResponse> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 8);
+
+/**
+ * @generated from message strata.admin.v1.RetryParkedIndexJobsRequest
+ */
+export type RetryParkedIndexJobsRequest = Message<"strata.admin.v1.RetryParkedIndexJobsRequest"> & {
+  /**
+   * Only this tenant's parked jobs when set.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Only these jobs when set; empty retries every parked job (of tenant_id, when set).
+   *
+   * @generated from field: repeated int64 job_ids = 2;
+   */
+  jobIds: bigint[];
+};
+
+/**
+ * Describes the message strata.admin.v1.RetryParkedIndexJobsRequest.
+ * Use `create(RetryParkedIndexJobsRequestSchema)` to create a new message.
+ */
+export const RetryParkedIndexJobsRequestSchema: GenMessage<RetryParkedIndexJobsRequest> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 9);
+
+/**
+ * @generated from message strata.admin.v1.RetryParkedIndexJobsResponse
+ */
+export type RetryParkedIndexJobsResponse = Message<"strata.admin.v1.RetryParkedIndexJobsResponse"> & {
+  /**
+   * How many parked jobs went back into the delivery loop.
+   *
+   * @generated from field: int32 retried_count = 1;
+   */
+  retriedCount: number;
+};
+
+/**
+ * Describes the message strata.admin.v1.RetryParkedIndexJobsResponse.
+ * Use `create(RetryParkedIndexJobsResponseSchema)` to create a new message.
+ */
+export const RetryParkedIndexJobsResponseSchema: GenMessage<RetryParkedIndexJobsResponse> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 10);
+
+/**
  * @generated from service strata.admin.v1.AdminService
  */
 export const AdminService: GenService<{
@@ -221,6 +395,27 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof ApiKeySchema;
+  },
+  /**
+   * Index jobs the outbox parked (RetrievalService kept refusing the document, or it cannot be
+   * indexed at all), oldest first. A parked job waits for an operator; no other job waits for it.
+   *
+   * @generated from rpc strata.admin.v1.AdminService.ListParkedIndexJobs
+   */
+  listParkedIndexJobs: {
+    methodKind: "unary";
+    input: typeof ListParkedIndexJobsRequestSchema;
+    output: typeof ListParkedIndexJobsResponseSchema;
+  },
+  /**
+   * Put parked jobs back into the delivery loop (due now, attempts reset); returns how many.
+   *
+   * @generated from rpc strata.admin.v1.AdminService.RetryParkedIndexJobs
+   */
+  retryParkedIndexJobs: {
+    methodKind: "unary";
+    input: typeof RetryParkedIndexJobsRequestSchema;
+    output: typeof RetryParkedIndexJobsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_strata_admin_v1_admin, 0);

@@ -18,8 +18,9 @@ from typing import Any
 
 from strata_memory.config import MemorySettings
 
-SUITE_KNOBS = ("STRATA_FUZZ_",)
-"""Variables that tune the suite itself (examples per fuzzed RPC), not a service: kept."""
+SUITE_KNOBS = ("STRATA_FUZZ_", "STRATA_TEST_")
+"""Variables that tune the suite itself (examples per fuzzed RPC; ``STRATA_TEST_POSTGRES_URL``, the
+server the PostgreSQL variants run on, tests/store_backends.py), not a service: kept."""
 
 _held: list[socket.socket] = []
 

@@ -1,9 +1,8 @@
-"""A real MemoryService on a free port with a temporary SQLite file, and a stub to call it."""
+"""A real MemoryService on a free port over each store backend (SQLite, PostgreSQL), and a stub to call it."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -14,17 +13,23 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.main import MemoryServer, start_memory_server
 from strata_serving.status import error_info_from
-from tests.hermetic import memory_settings
+from strata_memory.config import MemorySettings
+from tests.hermetic import unreachable_address
+from tests.store_backends import postgres_schema, store_url
 
 if TYPE_CHECKING:  # mypy-protobuf types the stub built on an aio channel as the async stub
     Stub = memory_service_pb2_grpc.MemoryServiceAsyncStub
 else:
     Stub = memory_service_pb2_grpc.MemoryServiceStub
 
+__all__ = ["postgres_schema", "store_url"]  # fixtures this suite's tests use through memory_server
+
 
 @pytest.fixture
-async def memory_server(tmp_path: Path) -> AsyncIterator[MemoryServer]:
-    settings = memory_settings(tmp_path / "memory.sqlite3")
+async def memory_server(store_url: str) -> AsyncIterator[MemoryServer]:
+    settings = MemorySettings(
+        address="127.0.0.1:0", database_url=store_url, retrieval_address=unreachable_address()
+    )
     server = await start_memory_server(settings)
     yield server
     await server.stop(0)

@@ -1,4 +1,4 @@
-"""How many SQL statements the hot paths run, counted on a real SQLite store.
+"""How many SQL statements the hot paths run, counted on a real store (SQLite and PostgreSQL).
 
 Each statement costs more in SQLAlchemy's bookkeeping than in SQLite (bench/perf/findings.md), so
 reads and tool edits are kept to a fixed, small number; these tests fail if a path starts re-reading.
@@ -10,7 +10,6 @@ import contextlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +28,7 @@ from strata_memory.store.records import AgentRecord, Page
 
 @contextlib.contextmanager
 def statements_sent(db: Database) -> Iterator[list[str]]:
-    """The first keyword of every statement the store's engines send to SQLite inside the block."""
+    """The first keyword of every statement the store's engines send to the database inside the block."""
     sent: list[str] = []
 
     def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -62,8 +61,8 @@ def _agent(agent_id: str, policy: RecompilePolicy = RecompilePolicy.ON_EDIT) -> 
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path}/memory.sqlite3")
+def db(store_url: str) -> Iterator[Database]:
+    database = Database(store_url)
     database.migrate()
     with database.writing() as conn:
         agent_rows.insert_agent(conn, _agent("agent-1"))

@@ -60,7 +60,7 @@ class Prompts:
         self, tenant_id: str, agent_id: str, conversation_id: str, *, dry_run: bool
     ) -> Recompiled:
         def work(conn: Connection) -> Recompiled:
-            agent = agent_rows.get_agent(conn, tenant_id, agent_id)
+            agent = agent_rows.get_agent(conn, tenant_id, agent_id, for_update=not dry_run)
             agent_rows.get_conversation(conn, agent_id, conversation_id)
             previous = prompt_rows.get_prompt(conn, agent_id, conversation_id)
             fresh = self.compile(conn, agent, conversation_id)
@@ -101,12 +101,14 @@ class Prompts:
     ) -> bool:
         """Apply each agent's policy after its memory changed; True if any prompt was recompiled.
 
-        ``read`` holds agents the caller already read in this transaction (they are not read again).
+        Each agent is read locked (``for_update``) before its memory is, so writers of one agent's
+        prompt take turns and each compiles what the one before committed. ``read`` holds agents the
+        caller already read, locked, in this transaction (they are not read again).
         """
         known = {agent.id: agent for agent in read}
         recompiled = False
-        for agent_id in dict.fromkeys(agent_ids):
-            agent = known.get(agent_id) or agent_rows.get_agent(conn, tenant_id, agent_id)
+        for agent_id in sorted(set(agent_ids)):  # one locking order for every writer
+            agent = known.get(agent_id) or agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
             if agent.recompile_policy is RecompilePolicy.ON_EDIT:
                 self.recompile_all(conn, agent)
                 recompiled = True

@@ -48,6 +48,7 @@ _WRITE_IF_AT_VERSION = update(_blocks).where(
     _blocks.c.id == bindparam("match_id"), _blocks.c.version == bindparam("match_version")
 )
 _VERSION_OF = select(_blocks.c.version).where(_blocks.c.id == bindparam("block_id"))
+_LOCK_AGENT = select(schema.agents.c.id).where(schema.agents.c.id == bindparam("agent_id")).with_for_update()
 
 
 def insert_block(conn: Connection, tenant_id: str, block: Block, *, source: str, actor: str) -> BlockRecord:
@@ -141,7 +142,11 @@ def _relabel(conn: Connection, block_id: str, label: str) -> None:
 
 
 def attach(conn: Connection, agent_id: str, block: Block) -> bool:
-    """Attach at the end of the agent's render order. False if it was attached already."""
+    """Attach at the end of the agent's render order. False if it was attached already.
+
+    The agent's row is locked first, so attachments to one agent take distinct places in its order.
+    """
+    conn.execute(_LOCK_AGENT, {"agent_id": agent_id})
     if agent_id in holders(conn, block.id):
         return False
     if block_id_for_label(conn, agent_id, block.label) is not None:

@@ -1,9 +1,23 @@
 """Engine set-up, migrations and transactions, run off the event loop in a bounded thread pool.
 
+This module is the one place that knows how each backend keeps concurrent writers apart; the
+operations above run the same code on both.
+
 SQLite (the default) runs in WAL mode with ``synchronous=FULL``, so a commit that returned is on disk.
 Write transactions start with ``BEGIN IMMEDIATE``: read-modify-write sequences (a tool appending to a
-block) are serialised by the database itself and none is lost. On PostgreSQL the same code takes row
-locks (``SELECT … FOR UPDATE``) where it reads what it is about to change.
+block) are serialised by the database itself and none is lost.
+
+PostgreSQL (``postgresql+psycopg://…``, shared by many replicas) writes at READ COMMITTED and the store
+takes row locks (``SELECT … FOR UPDATE``) where it reads what it is about to change: edits of one
+block queue on its row, edits of different blocks run side by side. Row locks were chosen over
+SERIALIZABLE with retries because the contended case is the common one (many edits of one block):
+under SERIALIZABLE most of them would fail and redo their work, under locks they wait their turn.
+Two races remain that a lock cannot prevent, and a write transaction is re-run for them (``work`` is
+a function of the database alone, so running it again is safe): a deadlock (two paths locking the
+same rows in opposite orders) or a serialisation failure, and a unique violation between a
+transaction's check and its insert (another replica committed the same label first): re-run, the
+check sees the committed row and raises the same typed error as on SQLite. Reads run at REPEATABLE
+READ, one snapshot per call, as SQLite's read transactions do.
 """
 
 from __future__ import annotations
@@ -12,6 +26,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,15 +34,19 @@ from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
-from strata_serving.errors import ResourceExhausted, StrataError, Unavailable
+from strata_serving.errors import InvalidArgument, ResourceExhausted, StrataError, Unavailable
 
 T = TypeVar("T")
 
-_MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATIONS = Path(__file__).parent / "migrations"
+_MIGRATION_LOCK = 0x5354_5241_5441  # "STRATA": one replica migrates at a time (pg_advisory_xact_lock)
+_RERUN_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+_UNIQUE_VIOLATION = "23505"
+_MAX_RUNS = 8
 log = logging.getLogger("strata.store")
 
 
@@ -36,7 +55,8 @@ class Database:
 
     def __init__(self, url: str, *, max_workers: int = 4, busy_timeout_ms: int = 10_000) -> None:
         self.url = url
-        self.is_sqlite = url.startswith("sqlite")
+        self.backend = make_url(url).get_backend_name()
+        self.is_sqlite = self.backend == "sqlite"
         if self.is_sqlite:
             _ensure_parent_dir(url)
         self._reader = self._engine(url, immediate=False, busy_timeout_ms=busy_timeout_ms)
@@ -44,16 +64,24 @@ class Database:
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-db")
 
     def _engine(self, url: str, *, immediate: bool, busy_timeout_ms: int) -> Engine:
-        engine = create_engine(url, hide_parameters=True)  # errors and logs never carry memory text
         if self.is_sqlite:
+            engine = create_engine(url, hide_parameters=True)  # errors and logs never carry memory text
             _configure_sqlite(engine, immediate=immediate, busy_timeout_ms=busy_timeout_ms)
-        return engine
+            return engine
+        return create_engine(
+            url,
+            hide_parameters=True,
+            pool_pre_ping=True,  # a server restart costs one reconnect, not one failed call
+            isolation_level="READ COMMITTED" if immediate else "REPEATABLE READ",
+        )
 
     def migrate(self) -> None:
-        """Bring the schema to the newest revision (idempotent)."""
+        """Bring the schema to the newest revision (idempotent; replicas starting at once take turns)."""
         config = Config()
-        config.set_main_option("script_location", str(_MIGRATIONS))
+        config.set_main_option("script_location", str(MIGRATIONS))
         with self._writer.connect() as connection:
+            if not self.is_sqlite:
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
             connection.commit()
@@ -74,7 +102,10 @@ class Database:
         return await self._run(self._in_reading, work)
 
     async def write(self, work: Callable[[Connection], T]) -> T:
-        """Run ``work`` in a write transaction on the pool; it is committed before this returns."""
+        """Run ``work`` in a write transaction on the pool; it is committed before this returns.
+
+        ``work`` may run more than once (see the module's docstring): it must act on the database only.
+        """
         return await self._run(self._in_writing, work)
 
     def _in_reading(self, work: Callable[[Connection], T]) -> T:
@@ -82,8 +113,18 @@ class Database:
             return work(connection)
 
     def _in_writing(self, work: Callable[[Connection], T]) -> T:
-        with self.writing() as connection:
-            return work(connection)
+        run = 1
+        while True:
+            try:
+                with self.writing() as connection:
+                    return work(connection)
+            except DBAPIError as failure:
+                if not _worth_rerunning(failure, run):
+                    raise
+                log.info(
+                    "store transaction re-run after a concurrent conflict (sqlstate %s)", _sqlstate(failure)
+                )
+                run += 1
 
     async def _run(
         self, runner: Callable[[Callable[[Connection], T]], T], work: Callable[[Connection], T]
@@ -91,7 +132,7 @@ class Database:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, functools.partial(runner, work))
-        except OperationalError as failure:
+        except DBAPIError as failure:
             translated = storage_failure(failure)
             if translated is None:
                 raise
@@ -104,6 +145,21 @@ class Database:
         self._writer.dispose()
 
 
+def _sqlstate(failure: DBAPIError) -> str:
+    return str(getattr(failure.orig, "sqlstate", "") or "")
+
+
+def _worth_rerunning(failure: DBAPIError, run: int) -> bool:
+    """A PostgreSQL conflict another transaction caused, that running ``work`` again resolves.
+
+    A unique violation is re-run once: the second run's checks see the row that won the race.
+    """
+    state = _sqlstate(failure)
+    if state in _RERUN_SQLSTATES:
+        return run < _MAX_RUNS
+    return isinstance(failure, IntegrityError) and state == _UNIQUE_VIOLATION and run == 1
+
+
 class StoreFull(ResourceExhausted):
     default_reason = "STORE_FULL"
 
@@ -112,12 +168,15 @@ class StoreUnavailable(Unavailable):
     default_reason = "STORE_UNAVAILABLE"
 
 
-def storage_failure(failure: OperationalError) -> StrataError | None:
-    """A clear, retryable status for a store that cannot take writes (nothing was changed), or None.
+def storage_failure(failure: DBAPIError) -> StrataError | None:
+    """A clear status for a write the store refused (nothing was changed), or None.
 
     SQLite reports a full disk as SQLITE_FULL, a read-only file or folder as SQLITE_READONLY*, a
-    failing disk as SQLITE_IOERR*, and a lock held past ``busy_timeout`` as SQLITE_BUSY.
+    failing disk as SQLITE_IOERR*, and a lock held past ``busy_timeout`` as SQLITE_BUSY. PostgreSQL
+    reports by SQLSTATE (see :func:`postgres_failure`).
     """
+    if not isinstance(failure.orig, sqlite3.Error):
+        return postgres_failure(failure)
     name = str(getattr(failure.orig, "sqlite_errorname", ""))
     if name == "SQLITE_FULL":
         return StoreFull("the memory store's disk is full: the write was not made; free space and retry")
@@ -126,6 +185,34 @@ def storage_failure(failure: OperationalError) -> StrataError | None:
             f"the memory store cannot take writes ({name}): the write was not made; "
             "check that the data folder is writable and retry",
             metadata={"sqlite_error": name},
+        )
+    return None
+
+
+class TextNotStorable(InvalidArgument):
+    default_reason = "TEXT_NOT_STORABLE"
+
+
+def postgres_failure(failure: DBAPIError) -> StrataError | None:
+    """PostgreSQL's refusals as Strata's errors: never an INTERNAL for input or a server going away.
+
+    Input PostgreSQL cannot hold (a NUL character, which SQLite stores) is INVALID_ARGUMENT until the
+    domain refuses it on both backends; a full disk is RESOURCE_EXHAUSTED; a server that is down,
+    restarting, out of connections or shutting down is UNAVAILABLE (retryable).
+    """
+    state = _sqlstate(failure)
+    if isinstance(failure, DataError) and "NUL" in str(failure.orig):
+        return TextNotStorable(
+            "text contains a NUL character (U+0000), which the PostgreSQL store cannot hold: "
+            "the write was not made; remove it and retry"
+        )
+    if state == "53100":
+        return StoreFull("the memory store's disk is full: the write was not made; free space and retry")
+    if isinstance(failure, OperationalError) and (not state or state.startswith(("08", "53", "57P"))):
+        return StoreUnavailable(
+            "the memory store (PostgreSQL) cannot be reached or is not taking work: "
+            "the write was not made; retry",
+            metadata={"sqlstate": state or "connection"},
         )
     return None
 

@@ -86,7 +86,7 @@ conversations = Table(
     "conversations",
     metadata,
     Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
-    Column("id", String(128), primary_key=True),
+    Column("id", String(200), primary_key=True),
     Column("created_us", BigInteger, nullable=False),
 )
 
@@ -94,7 +94,7 @@ system_prompts = Table(
     "system_prompts",
     metadata,
     Column("agent_id", String(64), primary_key=True),
-    Column("conversation_id", String(128), primary_key=True),
+    Column("conversation_id", String(200), primary_key=True),
     Column("text", Text, nullable=False),
     Column("fingerprint", String(64), nullable=False),
     Column("compiled_us", BigInteger, nullable=False),
@@ -123,7 +123,7 @@ messages = Table(
     Column("id", String(64), primary_key=True),
     Column("tenant_id", String(128), nullable=False),
     Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False),
-    Column("conversation_id", String(128), nullable=False),
+    Column("conversation_id", String(200), nullable=False),
     Column("role", String(16), nullable=False),
     Column("content", Text, nullable=False),
     Column("name", Text, nullable=False),

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PORTS = (50051, 50052)  # MemorySettings.address / retrieval_address, RetrievalSettings.address
 REPRESENTATIVE = (
     # MemoryService alone: conversation_search calls RetrievalService and must find it unreachable
-    "tests/memory/integration/test_tools.py::test_refused_edits_are_error_results_that_change_nothing",
+    "tests/memory/integration/test_tools.py::test_refused_edits_are_error_results_that_change_nothing[sqlite]",
     # both services, real embedder: passages indexed (outbox), waited for, searched
     "tests/client/test_archival.py::test_archives_passages_and_search",
     # the MemFS session server, driven by the CLI in-process

@@ -199,8 +199,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     Status: RESOURCE_EXHAUSTED. Metadata: none.
     """
     STORE_UNAVAILABLE: _ErrorReason.ValueType  # 44
-    """The store cannot take writes (read-only, failing disk, lock held too long): nothing was changed.
-    Status: UNAVAILABLE. Metadata: sqlite_error.
+    """The store cannot take writes (read-only, failing disk, lock held too long; PostgreSQL down,
+    restarting or out of connections): nothing was changed.
+    Status: UNAVAILABLE. Metadata: sqlite_error (SQLite) or sqlstate (PostgreSQL).
     """
     RETRIEVAL_INVALID_ARGUMENT: _ErrorReason.ValueType  # 45
     """RetrievalService refused the search as a bad request (a tag or query out of its limits).
@@ -213,6 +214,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     RETRIEVAL_RESOURCE_EXHAUSTED: _ErrorReason.ValueType  # 47
     """RetrievalService refused the search for a limit it enforces.
     Status: RESOURCE_EXHAUSTED. Metadata: none.
+    """
+    TEXT_NOT_STORABLE: _ErrorReason.ValueType  # 48
+    """The text holds a character the store cannot keep (NUL, U+0000, on PostgreSQL): nothing was changed.
+    Status: INVALID_ARGUMENT. Metadata: none.
     """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
@@ -388,8 +393,9 @@ STORE_FULL: ErrorReason.ValueType  # 43
 Status: RESOURCE_EXHAUSTED. Metadata: none.
 """
 STORE_UNAVAILABLE: ErrorReason.ValueType  # 44
-"""The store cannot take writes (read-only, failing disk, lock held too long): nothing was changed.
-Status: UNAVAILABLE. Metadata: sqlite_error.
+"""The store cannot take writes (read-only, failing disk, lock held too long; PostgreSQL down,
+restarting or out of connections): nothing was changed.
+Status: UNAVAILABLE. Metadata: sqlite_error (SQLite) or sqlstate (PostgreSQL).
 """
 RETRIEVAL_INVALID_ARGUMENT: ErrorReason.ValueType  # 45
 """RetrievalService refused the search as a bad request (a tag or query out of its limits).
@@ -402,5 +408,9 @@ Status: FAILED_PRECONDITION. Metadata: none.
 RETRIEVAL_RESOURCE_EXHAUSTED: ErrorReason.ValueType  # 47
 """RetrievalService refused the search for a limit it enforces.
 Status: RESOURCE_EXHAUSTED. Metadata: none.
+"""
+TEXT_NOT_STORABLE: ErrorReason.ValueType  # 48
+"""The text holds a character the store cannot keep (NUL, U+0000, on PostgreSQL): nothing was changed.
+Status: INVALID_ARGUMENT. Metadata: none.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

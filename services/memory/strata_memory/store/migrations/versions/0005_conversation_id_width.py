@@ -3,8 +3,8 @@
 The columns were VARCHAR(128): SQLite never enforces a length, PostgreSQL does, so a 129-200 character
 conversation id was stored by one and refused by the other.
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0004"
-down_revision = "0003"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from strata_retrieval.disk import DiskGuard, as_disk_full, is_disk_full
 from strata_retrieval.documents import (
     Document,
     DocumentFilter,
@@ -61,9 +63,17 @@ class EngineConfig:
 
 class RetrievalEngine:
     def __init__(
-        self, embedder: Embedder, vectors: VectorIndex, text: TantivyTextIndex, config: EngineConfig
+        self,
+        embedder: Embedder,
+        vectors: VectorIndex,
+        text: TantivyTextIndex,
+        config: EngineConfig,
+        *,
+        disk: DiskGuard | None = None,
     ) -> None:
+        """``disk`` guards the folder the indexes write to (None when they keep nothing locally)."""
         self.embedder = embedder
+        self._disk = disk
         self._vectors = vectors
         self._text = text
         self._config = config
@@ -81,11 +91,28 @@ class RetrievalEngine:
     def upsert(self, documents: Sequence[Document]) -> int:
         """Embed and index a batch (replacing documents by (tenant, id)); returns how many."""
         check_batch(documents, self.limits)
-        vectors = self.embedder.embed_documents([document.text for document in documents])
+        texts = [document.text for document in documents]
+        self._check_disk(texts)
+        vectors = self.embedder.embed_documents(texts)
         with self._write_lock:
-            self._vectors.upsert(documents, vectors)
-            self._text.upsert(documents)
+            self._check_disk(texts)
+            self._write("the vector index", self._vectors.upsert, documents, vectors)
+            self._write("the text index", self._text.upsert, documents)
         return len(documents)
+
+    def _check_disk(self, texts: Sequence[str]) -> None:
+        if self._disk is not None:
+            self._disk.check_write(sum(len(text.encode()) for text in texts), len(texts))
+
+    def _write(self, where: str, write: Callable[..., None], *args: Any) -> None:
+        """One index's write, a full disk reported as :class:`IndexDiskFull`. If the text index
+        fails after the vector index took the batch, the retried upsert (idempotent) completes it."""
+        try:
+            write(*args)
+        except Exception as error:
+            if is_disk_full(error):
+                raise as_disk_full(error, where) from error
+            raise
 
     def delete_ids(self, tenant_id: str, ids: Sequence[str]) -> int:
         """Delete documents by id within a tenant; returns how many existed."""
@@ -108,9 +135,10 @@ class RetrievalEngine:
 
     def _delete_keys(self, keys: Sequence[str], *, existing_known: bool = False) -> int:
         with self._write_lock:
+            self._check_disk(())
             existing = len(keys) if existing_known else len(self._vectors.fetch(keys))
-            self._vectors.delete(keys)
-            self._text.delete(keys)
+            self._write("the vector index", self._vectors.delete, keys)
+            self._write("the text index", self._text.delete, keys)
         return existing
 
     def search(self, query: SearchQuery) -> SearchResult:

@@ -18,6 +18,7 @@ from strata.retrieval.v1 import (
     retrieval_pb2,
     retrieval_pb2_grpc,
 )
+from strata_retrieval.disk import DiskGuard, IndexDiskFull
 from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
@@ -62,8 +63,13 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
     """Open (or create) the indexes under ``settings.data_dir`` for ``embedder``'s model.
 
     Raises :class:`EmbeddingModelMismatch` when the data directory belongs to another model, unless
-    ``rebuild_on_model_change`` is set, in which case the old indexes are deleted first.
+    ``rebuild_on_model_change`` is set, in which case the old indexes are deleted first; raises
+    :class:`IndexDiskFull` when new indexes would be created on a disk without the free reserve.
     """
+    disk = DiskGuard(settings.data_dir, settings.min_free_disk_bytes)
+    if not (settings.data_dir / "vectors").exists():
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        disk.check_write()  # creating the indexes writes through memory maps too
     expected = IndexManifest(embedding_model=embedder.name, embedding_dimension=embedder.dimension)
     try:
         check_manifest(settings.data_dir, expected)
@@ -86,7 +92,8 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
         hnsw_build_threshold=settings.hnsw_build_threshold,
         search_threads=settings.workers,
     )
-    engine = RetrievalEngine(embedder, vectors, TantivyTextIndex(settings.data_dir / "text"), config)
+    text = TantivyTextIndex(settings.data_dir / "text")
+    engine = RetrievalEngine(embedder, vectors, text, config, disk=disk)
     engine.maintain()
     return engine
 
@@ -128,9 +135,9 @@ class RetrievalApp:
             embedder = await loop.run_in_executor(self._executor, load_embedder, self.settings)
         try:
             engine = await loop.run_in_executor(self._executor, open_engine, self.settings, embedder)
-        except EmbeddingModelMismatch as mismatch:
-            log.error("refusing every call: %s", mismatch)  # noqa: TRY400  # expected, no traceback
-            self.servicer.refuse(mismatch)
+        except (EmbeddingModelMismatch, IndexDiskFull) as refusal:
+            log.error("refusing every call: %s", refusal)  # noqa: TRY400  # expected, no traceback
+            self.servicer.refuse(refusal)
         else:
             self.engine = engine
             self.servicer.attach(engine)

@@ -43,6 +43,13 @@ class RetrievalSettings(ServingSettings):
     workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")
     vector_weight: float = Field(default=1.0, ge=0)
     fts_weight: float = Field(default=1.0, ge=0)
+    min_free_disk_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=0,
+        description="writes are refused (RESOURCE_EXHAUSTED, INDEX_DISK_FULL) unless data_dir's disk keeps "
+        "this much free after them: the indexes write through memory maps, and a full disk would kill "
+        "the process (SIGBUS) instead of failing the write",
+    )
     hnsw_build_threshold: int = Field(default=10_000, ge=0)
     rebuild_on_model_change: bool = False
     max_batch_documents: int = Field(default=512, ge=1)

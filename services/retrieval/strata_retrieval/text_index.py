@@ -112,7 +112,13 @@ class TantivyTextIndex:
             self._writer.wait_merging_threads()  # consumes the writer
 
     def _commit(self) -> None:
-        self._writer.commit()
+        """Commit the pending changes; if that fails (a full disk), drop them, so the writer does not
+        carry a half-applied batch into the next commit, and re-raise."""
+        try:
+            self._writer.commit()
+        except Exception:
+            self._writer.rollback()
+            raise
         self._index.reload()
 
     def _as_tantivy(self, document: Document) -> tantivy.Document:

@@ -4,8 +4,9 @@ A call made while serving a client gets what that client's deadline has left (at
 configured timeout) and carries its request id and trace context; background calls (the outbox)
 get the configured timeout.
 
-Transport failures become ``RetrievalUnavailable`` (UNAVAILABLE) with a message a person can act
-on; RetrievalService's own refusals keep their status.
+Transport failures, and RetrievalService's refusal of a write because its disk is full, become
+``RetrievalUnavailable`` (UNAVAILABLE, retried later) with a message a person can act on;
+RetrievalService's other refusals keep their status.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES, channel_option
 from strata_serving.admission import TenantConcurrency
 from strata_serving.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, StrataError
 from strata_serving.propagation import outgoing_metadata, outgoing_timeout
+from strata_serving.status import error_info_from
 
 if TYPE_CHECKING:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
@@ -40,6 +42,7 @@ _TRANSPORT_FAILURES = {
     grpc.StatusCode.CANCELLED,
     grpc.StatusCode.UNKNOWN,
 }
+INDEX_DISK_FULL = "INDEX_DISK_FULL"  # RetrievalService's reason (strata_retrieval.disk.IndexDiskFull)
 _AUTH_FAILURES = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 _CALLER_ERRORS: dict[grpc.StatusCode, type[StrataError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
@@ -125,6 +128,13 @@ class RetrievalClient:
                     "indexing will resume when it is back; writes are kept and indexed then.",
                     metadata={"address": self.address, "status": failure.code().name},
                 ) from failure
+            if _index_disk_full(failure):  # transient: the outbox keeps the jobs and retries later
+                raise RetrievalUnavailable(
+                    f"RetrievalService at {self.address} cannot index: its disk is full "
+                    f"({failure.details()}); writes are kept and indexed once space is freed.",
+                    reason="RETRIEVAL_DISK_FULL",
+                    metadata={"address": self.address, "status": failure.code().name},
+                ) from failure
             if failure.code() in _AUTH_FAILURES:  # a configuration fault: keep jobs queued, say why
                 raise RetrievalUnavailable(
                     f"RetrievalService at {self.address} refused MemoryService's credentials "
@@ -136,3 +146,12 @@ class RetrievalClient:
     async def close(self) -> None:
         if self._channel is not None:
             await self._channel.close(None)
+
+
+def _index_disk_full(failure: grpc.aio.AioRpcError) -> bool:
+    """RetrievalService refused a write because its disk is full (RESOURCE_EXHAUSTED, reason
+    INDEX_DISK_FULL): unlike other refusals this says nothing about the documents."""
+    if failure.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return False
+    info = error_info_from(failure.trailing_metadata())
+    return info is not None and info.reason == INDEX_DISK_FULL

@@ -132,7 +132,6 @@ class RetrievalClient:
                 raise RetrievalUnavailable(
                     f"RetrievalService at {self.address} cannot index: its disk is full "
                     f"({failure.details()}); writes are kept and indexed once space is freed.",
-                    reason="RETRIEVAL_DISK_FULL",
                     metadata={"address": self.address, "status": failure.code().name},
                 ) from failure
             if failure.code() in _AUTH_FAILURES:  # a configuration fault: keep jobs queued, say why

@@ -138,8 +138,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     Status: NOT_FOUND. Metadata: tool.
     """
     RETRIEVAL_UNAVAILABLE: _ErrorReason.ValueType  # 29
-    """RetrievalService is unreachable or refused MemoryService's credentials; writes are kept and
-    indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
+    """RetrievalService is unreachable, refused MemoryService's credentials, or cannot index because its
+    disk is full (INDEX_DISK_FULL); writes are kept and indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
     Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered); or tool.
     """
     CONVERSATION_NOT_FOUND: _ErrorReason.ValueType  # 30
@@ -332,8 +332,8 @@ UNKNOWN_TOOL: ErrorReason.ValueType  # 28
 Status: NOT_FOUND. Metadata: tool.
 """
 RETRIEVAL_UNAVAILABLE: ErrorReason.ValueType  # 29
-"""RetrievalService is unreachable or refused MemoryService's credentials; writes are kept and
-indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
+"""RetrievalService is unreachable, refused MemoryService's credentials, or cannot index because its
+disk is full (INDEX_DISK_FULL); writes are kept and indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
 Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered); or tool.
 """
 CONVERSATION_NOT_FOUND: ErrorReason.ValueType  # 30

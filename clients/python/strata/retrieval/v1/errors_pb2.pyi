@@ -109,6 +109,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The embedding model's files are not installed.
     Status: FAILED_PRECONDITION. Metadata: none.
     """
+    INDEX_DISK_FULL: _ErrorReason.ValueType  # 23
+    """The index's disk cannot take the write: free space is below the configured reserve
+    (STRATA_RETRIEVAL_MIN_FREE_DISK_BYTES) plus what the write adds, or an engine reported a full disk.
+    Nothing was written; searches keep working; retry once space is freed.
+    Status: RESOURCE_EXHAUSTED. Metadata: free_bytes, needed_bytes, path (the reserve check); or engine.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -195,5 +201,11 @@ configured_dimension.
 EMBEDDING_MODEL_MISSING: ErrorReason.ValueType  # 22
 """The embedding model's files are not installed.
 Status: FAILED_PRECONDITION. Metadata: none.
+"""
+INDEX_DISK_FULL: ErrorReason.ValueType  # 23
+"""The index's disk cannot take the write: free space is below the configured reserve
+(STRATA_RETRIEVAL_MIN_FREE_DISK_BYTES) plus what the write adds, or an engine reported a full disk.
+Nothing was written; searches keep working; retry once space is freed.
+Status: RESOURCE_EXHAUSTED. Metadata: free_bytes, needed_bytes, path (the reserve check); or engine.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -126,9 +126,8 @@ async def test_jobs_pending_at_kill_9_are_delivered_after_restart(
     await pair.stop_memory()
     await pair.stop_retrieval()
     database = pair.root / "memory.sqlite3"
-    monkeypatch.setenv("STRATA_MEMORY_RETRIEVAL_ADDRESS", pair.retrieval_address)
     monkeypatch.setenv("STRATA_MEMORY_OUTBOX_MAX_BACKOFF_SECONDS", "0.5")
-    first = ServerProcess(database)
+    first = ServerProcess(database, retrieval_address=pair.retrieval_address)
     try:
         await first.wait_serving()
         async with grpc.aio.insecure_channel(first.address) as channel:
@@ -136,7 +135,7 @@ async def test_jobs_pending_at_kill_9_are_delivered_after_restart(
     finally:
         first.kill()
     await pair.start_retrieval()
-    second = ServerProcess(database)
+    second = ServerProcess(database, retrieval_address=pair.retrieval_address)
     try:
         await second.wait_serving()
 

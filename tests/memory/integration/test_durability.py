@@ -28,13 +28,14 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    def __init__(self, database: Path) -> None:
+    def __init__(self, database: Path, *, retrieval_address: str | None = None) -> None:
+        """``retrieval_address``: the RetrievalService to index into (by default one nobody listens on)."""
         self.address = f"127.0.0.1:{free_port()}"
         env = {
             **os.environ,
             "STRATA_MEMORY_ADDRESS": self.address,
             "STRATA_MEMORY_DATABASE_URL": f"sqlite:///{database}",
-            "STRATA_MEMORY_RETRIEVAL_ADDRESS": unreachable_address(),
+            "STRATA_MEMORY_RETRIEVAL_ADDRESS": retrieval_address or unreachable_address(),
         }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "strata_memory.main"],

@@ -50,6 +50,13 @@ test: install node ## run every test (unit, golden, integration through real ser
 	$(PY) -m pytest -q
 	cd $(TS_DIR) && npm test
 
+FUZZ_EXAMPLES ?= 150
+fuzz: install ## fuzz every RPC (two tenants, health too) with a fresh seed; failures saved to tests/security/fuzz-examples
+	@seed=$${STRATA_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "fuzzing with STRATA_FUZZ_SEED=$$seed, $(FUZZ_EXAMPLES) requests per RPC (rerun with the same seed to replay)"; \
+	STRATA_FUZZ_SEED=$$seed STRATA_FUZZ_SAVE=1 STRATA_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/security/test_fuzz.py tests/memory/domain/tools/test_planner_branches.py
+
 lint: install ## ruff lint and format check
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

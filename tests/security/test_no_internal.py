@@ -15,6 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -197,3 +198,21 @@ async def test_escaped_lone_surrogates_in_tool_arguments_are_a_tool_error(
     assert run.ok, run.text
     block = await stub.GetBlock(api.GetBlockRequest(block=pb.BlockRef(agent_id=agent.id, label="human")))
     assert block.value == "a\n\U0001f600"
+
+
+async def test_health_watch_streams_the_serving_status(
+    tmp_path: Path, security_embedder: OnnxSentenceEmbedder
+) -> None:
+    """grpc.health.v1.Health/Watch streams with context.write(): the request-id interceptor
+    answered every Watch INTERNAL (found by fuzzing the health service)."""
+    running = Stack(tmp_path, security_embedder)
+    await running.start()
+    try:
+        for address in (running.memory_address, running.retrieval_address):
+            async with grpc.aio.insecure_channel(address) as channel:
+                watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
+                first = await watch.read()
+                assert first.status == health_pb2.HealthCheckResponse.SERVING
+                watch.cancel()
+    finally:
+        await running.stop()

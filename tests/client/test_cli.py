@@ -131,7 +131,7 @@ def test_prompt_and_tools(strata: Strata) -> None:
     assert out.startswith("Be kind.\n")
     assert err == ""
     code, out, _ = strata("prompt", "render", "--agent", agent_id, "--mode", "line-numbered")
-    assert "2→ Likes tea" in out  # core_memory_append starts a new line
+    assert "1→ Likes tea" in out  # the block was empty: the appended line is its first
 
     code, out, err = strata("tools", "exec", "core_memory_append", "--agent", agent_id, "--args", "{not json")
     assert code == 1

@@ -38,7 +38,7 @@ def test_clone_writes_one_file_per_block_with_front_matter_and_commits(memfs: Me
         "---\ndescription: 'API: notes # not a comment'\nlimit: 100000\nread_only: false\n---\n"
         "\n\nleading and trailing\n\n"
     )
-    assert (root / "windows.md").read_bytes().endswith(b"---\ncrlf\r\nlines\r\n")
+    assert (root / "windows.md").read_bytes().endswith(b"---\ncrlf\nlines\n")  # the server stores LF
     assert git(root, "status", "--porcelain") == ""
     assert git(root, "log", "--format=%s").splitlines() == [
         "memfs clone: add reference/api/v1, system/human, system/persona, windows"
@@ -50,7 +50,7 @@ def test_clone_writes_one_file_per_block_with_front_matter_and_commits(memfs: Me
     assert sorted(state["blocks"]) == ["reference/api/v1", "system/human", "system/persona", "windows"]
     hook = root / ".git/hooks/pre-commit"
     assert os.access(hook, os.X_OK)
-    # Every file reads back as exactly what the server holds (CRLF value, U+2028 in a description).
+    # Every file reads back as exactly what the server holds (U+2028 in a description).
     assert memfs.ok("status", "--dir", str(root)).strip() == "up to date"
 
 
@@ -140,11 +140,13 @@ def test_a_git_clone_of_the_folder_keeps_syncing_and_gets_the_hook(memfs: Memfs,
     assert not (copy / ".git/hooks/pre-commit").exists()
     (copy / "notes.md").write_bytes((copy / "notes.md").read_bytes() + "\r\nmore ✓".encode())
     memfs.ok("push", "--dir", str(copy))
-    assert memfs.block(agent_id, "notes").value == "n\r\nmore ✓"
+    assert memfs.block(agent_id, "notes").value == "n\nmore ✓"  # the server's rule: CRLF is stored as LF
     assert os.access(copy / ".git/hooks/pre-commit", os.X_OK)
+    # The CRLF file and the LF value are the same block: nothing left to push.
+    assert memfs.ok("status", "--dir", str(copy)).strip() == "up to date"
     out = memfs.ok("pull", "--dir", str(root))
     assert "M notes.md" in out
-    assert (root / "notes.md").read_bytes() == (copy / "notes.md").read_bytes()
+    assert (root / "notes.md").read_bytes() == (copy / "notes.md").read_bytes().replace(b"\r\n", b"\n")
 
 
 def test_cloning_a_missing_agent_creates_nothing(memfs: Memfs, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.prompts import Prompts, PromptView
 from strata_memory.operations.search import Search
 from strata_memory.operations.tools import ToolCall, ToolRunner
+from strata_memory.request_checks import checked_requests
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
 
@@ -46,6 +47,7 @@ class MemoryOperations:
     index_queue: IndexQueue
 
 
+@checked_requests(api.DESCRIPTOR.services_by_name["MemoryService"])  # no NUL, no unknown enum value
 class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServicer):
     def __init__(self, ops: MemoryOperations) -> None:
         self._ops = ops

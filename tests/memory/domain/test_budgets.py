@@ -75,7 +75,18 @@ def test_limit_change_out_of_range_is_invalid_argument(limit: int) -> None:
 
 @pytest.mark.parametrize(
     "label",
-    ["human", "system/persona", "a/b/c", "日記", "notes-2026_v1.md", "x" * MAX_LABEL_LENGTH, "e\u0301"],
+    [
+        "human",
+        "system/persona",
+        "a/b/c",
+        "日記",
+        "notes-2026_v1.md",
+        "x" * MAX_LABEL_LENGTH,
+        "\u00e9",  # é as one code point (NFKC)
+        "заметки",
+        "notes/заметки",  # one script per segment
+        "Ελληνικά/ἀρχή",
+    ],
 )
 def test_valid_labels(label: str) -> None:
     assert validate_label(label) == label
@@ -97,6 +108,20 @@ def test_valid_labels(label: str) -> None:
         ("surrogate\ud800", "control"),
         ("a<b", "'<' or '>'"),
         ("a>b", "'<' or '>'"),
+        ("hu\u200bman", "invisible, zero-width"),
+        ("human\u202e", "bidi-control"),
+        ("\u2066x\u2069", "U+2066"),
+        ("x\ufeff", "U+FEFF"),
+        ("x\u00ad", "U+00AD"),
+        ("x\u3164", "U+3164"),
+        ("x\ufe0f", "U+FE0F"),
+        ("x\ue000", "private-use"),
+        ("x\u0378", "unassigned"),
+        ("e\u0301", "NFKC form (write 'é')"),  # decomposed: a look-alike of the composed label
+        ("\uff48\uff55\uff4d\uff41\uff4e", "NFKC form (write 'human')"),
+        ("hum\u0430n", "must not mix Cyrillic and Latin letters"),
+        ("notes/p\u0430ge", "must not mix Cyrillic and Latin letters"),
+        ("\u03bfk", "must not mix Greek and Latin letters"),
         ("x" * (MAX_LABEL_LENGTH + 1), "at most 200"),
     ],
 )

@@ -23,8 +23,9 @@ from strata_serving.errors import StrataError
 
 OPTIONS = PlanOptions(recompile_on_edit=True, result_style=ToolResultStyle.FULL_VALUE)
 # Text an LLM might write: any characters except the arrow (so the line-number guard stays out of the
-# way), "\r" (normalised away) and "§", kept free to build a unique marker.
-TEXT = st.text(st.characters(codec="utf-8", exclude_characters="→\r§"), max_size=60)
+# way), "\r" (normalised away), NUL (refused on every write path) and "§", kept free to build a
+# unique marker.
+TEXT = st.text(st.characters(codec="utf-8", exclude_characters="→\r§\x00"), max_size=60)
 LABEL = st.sampled_from(["human", "persona", "notes/today"])
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -69,10 +70,11 @@ def test_standard_render_shows_value_verbatim_and_its_length(value: str, label: 
 @FAST
 @given(value=TEXT, content=TEXT)
 def test_append_grows_by_content_plus_one(value: str, content: str) -> None:
+    """Plus one for the newline between them; an empty block has no line to separate from."""
     outcome = _plan("core_memory_append", {"label": "b", "content": content}, Block("b", value))
     (change,) = outcome.changes
     assert isinstance(change, SetValue)
-    assert len(change.value) == len(value) + len(content) + 1
+    assert len(change.value) == len(value) + len(content) + (1 if value else 0)
     assert change.value.startswith(value)
 
 

@@ -98,7 +98,7 @@ async def test_everything_acknowledged_before_kill_9_is_there_after_restart(data
             block = await stub.GetBlock(
                 api.GetBlockRequest(block=pb.BlockRef(agent_id=agent.id, label="human"))
             )
-            assert block.value.split("\n")[1:] == [f"fact {i}" for i in range(20)]
+            assert block.value.split("\n") == [f"fact {i}" for i in range(20)]
             assert block.version == 21
             messages = await stub.ListMessages(api.ListMessagesRequest(agent_id=agent.id))
             assert [m.content for m in messages.messages] == [f"m{i}" for i in range(10)]

@@ -33,12 +33,12 @@ async def test_append_returns_the_new_value_in_a_letta_envelope(stub: Stub) -> N
     agent = await new_agent(stub)
     run = await run_tool(stub, agent.id, "core_memory_append", args(label="human", content="Name: Bob"))
     assert run.ok
-    assert run.text == "\nName: Bob"
+    assert run.text == "Name: Bob"
     envelope = json.loads(run.envelope)
     assert envelope["status"] == "OK"
-    assert envelope["message"] == "\nName: Bob"
+    assert envelope["message"] == "Name: Bob"
     assert envelope["time"].endswith("UTC+0000")
-    assert (run.block.label, run.block.value, run.block.version) == ("human", "\nName: Bob", 2)
+    assert (run.block.label, run.block.value, run.block.version) == ("human", "Name: Bob", 2)
     assert run.prompt_recompiled
 
 
@@ -144,7 +144,7 @@ async def test_fifty_concurrent_appends_keep_every_line(stub: Stub) -> None:
     )
     assert all(run.ok for run in runs)
     lines = (await block_value(stub, agent.id, "human")).split("\n")
-    assert sorted(lines[1:]) == sorted(f"line {i}" for i in range(50))
+    assert sorted(lines) == sorted(f"line {i}" for i in range(50))
     block = await stub.GetBlock(api.GetBlockRequest(block=pb.BlockRef(agent_id=agent.id, label="human")))
     assert block.version == 51
 
@@ -158,7 +158,7 @@ async def test_tool_edit_with_a_stale_etag_is_aborted(stub: Stub) -> None:
         grpc.StatusCode.ABORTED,
         "ETAG_MISMATCH",
     )
-    assert await block_value(stub, agent.id, "human") == "\nfirst"
+    assert await block_value(stub, agent.id, "human") == "first"
 
 
 async def test_tool_on_unknown_agent_is_not_found(stub: Stub) -> None:

@@ -11,9 +11,11 @@ A block is one Markdown file; its label is the path below the folder without ``.
 The body starts right after the first ``---`` line that follows the opening one and runs to the
 end of the file: nothing is stripped or added, so an empty value is a file ending in ``---\\n``
 and a value's leading and trailing newlines are the body's. Files are read and written as UTF-8
-bytes, without newline translation. Paths with a segment starting with ``.`` (``.git``,
-``.strata``, dotfiles) are never blocks; other files that are not ``*.md`` block files are
-ignored and reported.
+bytes, without newline translation, but a file's ``\\r\\n`` and lone ``\\r`` are read as ``\\n`` in the
+value and description: the server stores every block text with LF line endings, so a file saved with
+Windows line endings holds the same block as the server (no endless "local change"). Paths with
+a segment starting with ``.`` (``.git``, ``.strata``, dotfiles) are never blocks; other files that
+are not ``*.md`` block files are ignored and reported.
 """
 
 from __future__ import annotations
@@ -106,7 +108,12 @@ def _block_file(fields: dict[str, Any], value: str) -> BlockFile:
     read_only = fields.get("read_only")
     if read_only is not None and not isinstance(read_only, bool):
         raise LayoutError(f"'read_only' must be true or false, got {read_only!r}")
-    return BlockFile(description=description, value=value, limit=limit, read_only=read_only)
+    return BlockFile(description=_lf(description), value=_lf(value), limit=limit, read_only=read_only)
+
+
+def _lf(text: str) -> str:
+    """The server's line-ending rule: ``\\r\\n`` and lone ``\\r`` are ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def path_for_label(label: str) -> str | None:

@@ -17,8 +17,16 @@ MAX_LABEL_LENGTH = 200
 
 _FORBIDDEN_LABEL_CHARS = frozenset("<>")
 """Labels become XML-like tag names in the prompt and are never escaped, so these would break it."""
-_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cs"})
-"""Control characters and lone surrogates (the latter cannot even be encoded on the wire)."""
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cs", "Cf", "Co", "Cn"})
+"""Control characters, lone surrogates, format characters (zero-width spaces and joiners, bidi
+embeddings, overrides and isolates, the BOM, the soft hyphen), private-use and unassigned code points."""
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800") | frozenset(
+    chr(c) for c in (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), *range(0x180B, 0x1810))
+)
+"""Characters Unicode counts as letters, symbols or marks that show nothing: Hangul fillers, the
+blank Braille pattern, variation selectors, Mongolian variation selectors."""
+_CONFUSABLE_SCRIPTS = ("LATIN", "GREEK", "CYRILLIC", "ARMENIAN", "CHEROKEE")
+"""Alphabets whose letters are look-alikes of each other's (Cyrillic U+0430 and Latin ``a``)."""
 
 
 def check_budget(block: Block, new_value: str) -> None:
@@ -63,8 +71,15 @@ def validate_label(
     """Return ``label`` unchanged if it is a well-formed block label, else raise ``error``.
 
     A label is 1..200 code points, may contain ``/`` between non-empty segments (``system/persona``),
-    and has no whitespace, control characters, ``<`` or ``>``. The raised error names ``field`` and has
-    reason ``INVALID_LABEL``; tools pass ``error=ToolArgumentError`` so the model sees an argument error.
+    and has no whitespace, control characters, ``<`` or ``>``. It must also read as what it is:
+    no invisible, zero-width or bidi-control character; in NFKC form (so no fullwidth or other
+    compatibility look-alikes of plain letters); and no segment mixing Latin, Greek, Cyrillic,
+    Armenian or Cherokee letters (``hum\\u0430n``, with a Cyrillic a, is refused). A label wholly
+    in one script that resembles one in another (all-Cyrillic ``\\u0441\\u043e\\u0441\\u043e``
+    beside Latin ``coco``) is accepted: telling those apart needs Unicode's confusables table, which
+    Strata does not ship.
+    The raised error names ``field`` and has reason ``INVALID_LABEL``; tools pass
+    ``error=ToolArgumentError`` so the model sees an argument error.
     """
     problem = _label_problem(label)
     if problem is not None:
@@ -88,8 +103,30 @@ def _label_problem(label: str) -> str | None:
 
 def _character_problem(label: str) -> str | None:
     for ch in label:
-        if ch.isspace() or unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
+        if ch.isspace() or unicodedata.category(ch) in {"Cc", "Cs"}:
             return f"must not contain whitespace or control characters, got {label!r}"
+        if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES or ch in _INVISIBLE_LETTERS:
+            return (
+                "must not contain invisible, zero-width, bidi-control, private-use or unassigned "
+                f"characters (U+{ord(ch):04X}), got {label!r}"
+            )
         if ch in _FORBIDDEN_LABEL_CHARS:
             return f"must not contain '<' or '>', got {label!r}"
+    normal = unicodedata.normalize("NFKC", label)
+    if normal != label:
+        return f"must be in Unicode NFKC form (write {normal!r}), got {label!r}"
+    for segment in label.split("/"):
+        scripts = sorted({_script(ch) for ch in segment} & set(_CONFUSABLE_SCRIPTS))
+        if len(scripts) > 1:
+            return (
+                f"must not mix {' and '.join(s.title() for s in scripts)} letters in one segment "
+                f"(look-alikes), got {label!r}"
+            )
     return None
+
+
+def _script(ch: str) -> str:
+    """The script a letter's Unicode name starts with (``LATIN``, ``CYRILLIC``…); "" for non-letters."""
+    if not ch.isalpha():
+        return ""
+    return unicodedata.name(ch, "").split(" ", 1)[0]

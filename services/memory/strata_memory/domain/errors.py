@@ -53,13 +53,12 @@ class CharLimitExceeded(FailedPrecondition):
 
 
 class ReadOnlyBlock(FailedPrecondition):
+    """The text is DESIGN.md's, byte for byte (the LLM reads it); the label goes in the metadata."""
+
     default_reason = "READ_ONLY_BLOCK"
 
     def __init__(self, label: str) -> None:
-        super().__init__(
-            f"This block is read-only and cannot be edited. (memory block '{label}')",
-            metadata={"label": label},
-        )
+        super().__init__("This block is read-only and cannot be edited.", metadata={"label": label})
 
 
 class EtagMismatch(Aborted):

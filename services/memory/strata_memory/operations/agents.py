@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from strata_memory.domain.budgets import validate_label, validate_limit
 from strata_memory.domain.errors import EtagMismatch
 from strata_memory.domain.model import DEFAULT_AGENT_BLOCK_LIMIT, Block
+from strata_memory.domain.newlines import block_with_lf, normalise_newlines
 from strata_memory.domain.prompt import zone
 from strata_memory.operations.prompts import Prompts
 from strata_memory.store import agents as agent_rows
@@ -43,7 +44,8 @@ def new_id(prefix: str) -> str:
 
 
 def checked_block(block: Block) -> Block:
-    """A block ready to store: valid label and limit, value within budget, a fresh id."""
+    """A block ready to store: LF line endings, valid label and limit, value within budget, a fresh id."""
+    block = block_with_lf(block)
     validate_label(block.label)
     validate_limit(block.limit)
     if len(block.value) > block.limit:
@@ -65,7 +67,7 @@ class Agents:
         labels = [b.label for b in wanted]
         if len(set(labels)) != len(labels):
             raise InvalidArgument.field("blocks", "labels must be unique within an agent")
-        stored = dataclasses.replace(agent, id=new_id("agent"))
+        stored = dataclasses.replace(agent, id=new_id("agent"), system=normalise_newlines(agent.system))
 
         def work(conn: Connection) -> AgentRecord:
             agent_rows.insert_agent(conn, stored)
@@ -92,6 +94,7 @@ class Agents:
         """Apply the named fields of ``changes``; settings that shape the prompt follow the policy."""
         if "timezone" in paths:
             zone(changes.timezone)
+        changes = dataclasses.replace(changes, system=normalise_newlines(changes.system))
 
         def work(conn: Connection) -> AgentRecord:
             current = agent_rows.get_agent(conn, tenant_id, changes.id, for_update=True)

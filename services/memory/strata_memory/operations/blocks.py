@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from strata_memory.domain.budgets import check_budget, check_limit_change, validate_label, validate_limit
 from strata_memory.domain.errors import BlockNotFound, EtagMismatch
 from strata_memory.domain.model import Block
+from strata_memory.domain.newlines import changes_with_lf, normalise_newlines
 from strata_memory.operations.agents import checked_block
 from strata_memory.operations.prompts import Prompts, unified_diff
 from strata_memory.store import agents as agent_rows
@@ -80,6 +81,7 @@ class Blocks:
             raise InvalidArgument.field(
                 "update_mask", f"must name one or more of {', '.join(BLOCK_FIELDS)} (got {unknown or 'none'})"
             )
+        changes = changes_with_lf(changes)
 
         def work(conn: Connection) -> BlockRecord:
             current = locator.find(conn, tenant_id, for_update=True)
@@ -158,9 +160,9 @@ class Blocks:
             restored = dataclasses.replace(
                 current.block,
                 label=old.label,
-                value=old.value,
+                value=normalise_newlines(old.value),  # versions stored before the rule held \r
                 limit=old.limit,
-                description=old.description,
+                description=normalise_newlines(old.description),
                 read_only=old.read_only,
                 metadata=dict(old.metadata),
             )

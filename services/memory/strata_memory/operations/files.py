@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from sqlalchemy.engine import Connection
 
 from strata_memory.domain.budgets import validate_label, validate_limit
+from strata_memory.domain.newlines import changes_with_lf, normalise_newlines
 from strata_memory.operations.agents import new_id
 from strata_memory.operations.prompts import Prompts
 from strata_memory.store import agents as agent_rows
@@ -28,7 +29,13 @@ class Files:
         validate_label(file.directory, field="file.directory")
         validate_label(file.name, field="file.name")
         validate_limit(file.limit, field="file.limit")
-        wanted = dataclasses.replace(file, id=new_id("file"), tenant_id=tenant_id)
+        wanted = dataclasses.replace(
+            file,
+            id=new_id("file"),
+            tenant_id=tenant_id,
+            content=normalise_newlines(file.content),
+            description=normalise_newlines(file.description),
+        )
 
         def work(conn: Connection) -> FileRecord:
             agent_rows.get_agent(conn, tenant_id, file.agent_id)
@@ -46,6 +53,7 @@ class Files:
             )
         if "limit" in changes:
             validate_limit(int(str(changes["limit"])), field="file.limit")
+        changes = changes_with_lf(changes, ("content", "description"))
 
         def work(conn: Connection) -> FileRecord:
             current = file_rows.get_file(conn, tenant_id, file_id)

@@ -40,9 +40,11 @@ def test_append_adds_a_line_and_returns_the_new_value() -> None:
     assert outcome.edited_label == "human"
 
 
-def test_append_to_an_empty_block_starts_with_a_newline_as_design_says() -> None:
+def test_append_to_an_empty_block_gives_the_content_alone_like_insert() -> None:
     outcome = plan("core_memory_append", {"label": "human", "content": "x"}, [Block("human")])
-    assert outcome.changes == (SetValue("human", "\nx"),)
+    assert outcome.changes == (SetValue("human", "x"),)
+    inserted = plan("memory_insert", {"label": "human", "new_string": "x"}, [Block("human")])
+    assert inserted.changes == outcome.changes
 
 
 def test_append_keeps_tabs_and_normalises_line_endings() -> None:
@@ -78,8 +80,9 @@ def test_missing_block_names_the_available_ones() -> None:
 def test_read_only_blocks_are_refused_by_every_edit_tool(name: str, arguments: dict[str, object]) -> None:
     with pytest.raises(ReadOnlyBlock) as caught:
         plan(name, arguments, [RULES])
-    assert caught.value.message == "This block is read-only and cannot be edited. (memory block 'rules')"
+    assert caught.value.message == "This block is read-only and cannot be edited."
     assert caught.value.reason == "READ_ONLY_BLOCK"
+    assert caught.value.metadata == {"label": "rules"}
 
 
 # --- line-number guard ----------------------------------------------------------------------------
@@ -112,10 +115,8 @@ def test_arrows_that_are_not_line_prefixes_are_allowed(text: str) -> None:
 def test_the_line_number_warning_is_refused(text: str) -> None:
     with pytest.raises(LineNumberPrefix) as caught:
         plan("memory_replace", {"label": "human", "old_string": "Bob", "new_string": text}, [HUMAN])
-    assert caught.value.message.startswith(
-        "new_string contains the line number warning, which is not allowed."
-    )
-    assert caught.value.message.endswith(GUARD_TAIL.split("allowed. ")[1])
+    assert caught.value.message == f"new_string contains a line number prefix, {GUARD_TAIL}"
+    assert caught.value.metadata == {"argument": "new_string", "found": "warning"}
 
 
 @pytest.mark.parametrize(
@@ -133,7 +134,7 @@ def test_every_text_argument_is_guarded(name: str, arguments: dict[str, object],
     with pytest.raises(LineNumberPrefix) as caught:
         plan(name, {"label": "human", **arguments}, [HUMAN])
     assert caught.value.message == f"{guarded} contains a line number prefix, {GUARD_TAIL}"
-    assert caught.value.metadata == {"argument": guarded}
+    assert caught.value.metadata == {"argument": guarded, "found": "prefix"}
 
 
 # --- core_memory_replace --------------------------------------------------------------------------

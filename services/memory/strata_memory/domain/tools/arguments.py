@@ -5,6 +5,8 @@ call; nothing here raises a bare exception. String arguments have their line end
 ``\\n`` (``\\r\\n`` and lone ``\\r``); tabs and all other characters are kept as written. A lone
 UTF-16 surrogate (JSON's ``"\\ud800"`` escape without its pair) is refused wherever it appears: it is
 not a character, and no store, index or protobuf string can hold it.
+A NUL character anywhere in the arguments is refused too (reason ``NUL_CHARACTER``), as on every other
+write path.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import LineNumberPrefix, ToolArgumentError
+from ..newlines import normalise_newlines
 from ..render import LINE_NUMBER_WARNING
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -48,6 +51,7 @@ def decode_arguments(tool: str, arguments: str | Mapping[str, Any]) -> dict[str,
     if not all(isinstance(key, str) for key in decoded):
         raise ToolArgumentError(f"Arguments for {tool} must have string keys.")
     _refuse_surrogates(tool, decoded)
+    _refuse_nul(tool, decoded)
     return dict(decoded)
 
 
@@ -78,6 +82,33 @@ def _refuse_surrogates(tool: str, arguments: Mapping[str, Any]) -> None:
 
 def _printable(name: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", name)
+
+
+def _refuse_nul(tool: str, arguments: Mapping[str, Any]) -> None:
+    for name, value in arguments.items():
+        if _holds_nul(name) or _holds_nul(value):
+            raise ToolArgumentError(
+                f"{tool}: '{name}' must not contain a NUL character (U+0000).",
+                reason="NUL_CHARACTER",
+                field_violations=[(name, "must not contain a NUL character (U+0000)")],
+            )
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a decoded JSON value holds U+0000 in any string, keys included (walked without
+    recursion: the JSON may nest as deep as the decoder allows)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, Mapping):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 class Arguments:
@@ -148,22 +179,17 @@ class Arguments:
         )
 
 
-def normalise_newlines(text: str) -> str:
-    """``\\r\\n`` and lone ``\\r`` become ``\\n``."""
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def refuse_line_numbers(name: str, text: str) -> None:
-    """Refuse a text argument that copies display-only line numbers or the line-number warning."""
-    if LINE_NUMBER_PREFIX.search(text):
+    """Refuse a text argument that copies display-only line numbers or the line-number warning.
+
+    Both read as DESIGN.md quotes the guard ("… contains a line number prefix, which is not allowed.
+    …"); which of the two was found is in the metadata (``found``: ``prefix`` or ``warning``).
+    """
+    found = "prefix" if LINE_NUMBER_PREFIX.search(text) else "warning" if _WARNING_SENTENCE in text else None
+    if found is not None:
         raise LineNumberPrefix(
             f"{name} contains a line number prefix, which is not allowed. {_GUARD_TAIL}",
-            metadata={"argument": name},
-        )
-    if _WARNING_SENTENCE in text:
-        raise LineNumberPrefix(
-            f"{name} contains the line number warning, which is not allowed. {_GUARD_TAIL}",
-            metadata={"argument": name},
+            metadata={"argument": name, "found": found},
         )
 
 

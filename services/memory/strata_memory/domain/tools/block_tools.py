@@ -16,12 +16,17 @@ from .results import created_text
 
 
 def core_memory_append(args: Arguments, memory: MemoryView) -> ToolOutcome:
-    """Value becomes ``value + "\\n" + content`` (so an empty block gains a leading newline, as in Letta)."""
+    """Value becomes ``value + "\\n" + content``; an empty block becomes ``content`` alone.
+
+    An empty block has no lines (see ``text.split_lines``), so appending to it gives the same value
+    as ``memory_insert`` at the end would; Letta's leading newline there is not kept.
+    """
     label = args.required_str("label")
     content = args.required_str("content")
     block = memory.editable(label)
     refuse_line_numbers("content", content)
-    return memory.set_value(block, current_value(block) + "\n" + content)
+    value = current_value(block)
+    return memory.set_value(block, value + "\n" + content if value else content)
 
 
 def core_memory_replace(args: Arguments, memory: MemoryView) -> ToolOutcome:

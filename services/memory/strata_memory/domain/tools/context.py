@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from ..budgets import check_budget
 from ..errors import BlockNotFound, InsertLineOutOfRange, ReadOnlyBlock, TextNotFound, TextNotUnique
 from ..model import Block
-from .arguments import normalise_newlines
+from ..newlines import normalise_newlines
 from .outcome import PlanOptions, SetValue, ToolOutcome
 from .results import edit_text
 from .text import insert_lines, occurrence_lines, split_lines

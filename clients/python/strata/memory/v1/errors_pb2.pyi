@@ -152,7 +152,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     LINE_NUMBER_PREFIX: _ErrorReason.ValueType  # 32
     """A tool argument copies the display-only line-number prefix ("3→ ") or the line-number warning.
-    Status: FAILED_PRECONDITION. Metadata: argument.
+    Both read as DESIGN.md quotes the guard; which one was found is in the metadata.
+    Status: FAILED_PRECONDITION. Metadata: argument, found ("prefix" or "warning").
     """
     TEXT_NOT_FOUND: _ErrorReason.ValueType  # 33
     """The text a replace tool should change does not appear in the block.
@@ -218,6 +219,16 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     TEXT_NOT_STORABLE: _ErrorReason.ValueType  # 48
     """The text holds a character the store cannot keep (NUL, U+0000, on PostgreSQL): nothing was changed.
     Status: INVALID_ARGUMENT. Metadata: none.
+    """
+    NUL_CHARACTER: _ErrorReason.ValueType  # 49
+    """A string field of the request (or a string inside a tool's arguments) holds U+0000, which no
+    write path stores: MemoryService refuses it on entry, before any store sees it (TEXT_NOT_STORABLE
+    remains the store's own last line of defence).
+    Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+    """
+    UNKNOWN_ENUM_VALUE: _ErrorReason.ValueType  # 50
+    """An enum field holds a number its enum does not define.
+    Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
     """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
@@ -346,7 +357,8 @@ Status: NOT_FOUND. Metadata: file_id.
 """
 LINE_NUMBER_PREFIX: ErrorReason.ValueType  # 32
 """A tool argument copies the display-only line-number prefix ("3→ ") or the line-number warning.
-Status: FAILED_PRECONDITION. Metadata: argument.
+Both read as DESIGN.md quotes the guard; which one was found is in the metadata.
+Status: FAILED_PRECONDITION. Metadata: argument, found ("prefix" or "warning").
 """
 TEXT_NOT_FOUND: ErrorReason.ValueType  # 33
 """The text a replace tool should change does not appear in the block.
@@ -412,5 +424,15 @@ Status: RESOURCE_EXHAUSTED. Metadata: none.
 TEXT_NOT_STORABLE: ErrorReason.ValueType  # 48
 """The text holds a character the store cannot keep (NUL, U+0000, on PostgreSQL): nothing was changed.
 Status: INVALID_ARGUMENT. Metadata: none.
+"""
+NUL_CHARACTER: ErrorReason.ValueType  # 49
+"""A string field of the request (or a string inside a tool's arguments) holds U+0000, which no
+write path stores: MemoryService refuses it on entry, before any store sees it (TEXT_NOT_STORABLE
+remains the store's own last line of defence).
+Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+"""
+UNKNOWN_ENUM_VALUE: ErrorReason.ValueType  # 50
+"""An enum field holds a number its enum does not define.
+Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -68,6 +68,7 @@ def fuzz_row(root: Path, model_cache: Path, examples: int) -> faults.Row:
                         method=method,
                         pool=targets.pool,
                         metadata=metadata,
+                        callers=targets.callers if service is MEMORY else (),
                         report=report,
                         examples=examples,
                     )
@@ -82,6 +83,9 @@ def fuzz_row(root: Path, model_cache: Path, examples: int) -> faults.Row:
     )
     row.problems = [f"{len(report.bad)} bad statuses, first: {report.bad[0][:2]}"] if report.bad else []
     row.problems += problems
+    row.problems += (
+        [f"{len(report.leaks)} cross-tenant leaks, first: {report.leaks[0][:2]}"] if report.leaks else []
+    )
     top = ", ".join(f"{code} {n}" for code, n in report.codes.most_common(4))
     row.notes = (
         f"{methods} RPCs x {examples}: bad statuses (INTERNAL/UNKNOWN) {len(report.bad)}; "

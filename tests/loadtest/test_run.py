@@ -55,7 +55,8 @@ def test_json_requests_and_status_codes(memory_client: MemoryClient, memory_targ
     )
     assert missing.status_codes == {"NOT_FOUND": 10}
     assert missing.ok == 0
-    assert "NOT_FOUND" in missing.errors
+    assert list(missing.errors.values()) == [10]
+    assert next(iter(missing.errors)).startswith("NOT_FOUND: ")
 
 
 def test_a_factory_gives_each_worker_its_own_sequence(

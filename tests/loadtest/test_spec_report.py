@@ -66,7 +66,7 @@ def test_percentile_interpolates_like_numpy() -> None:
 
 def test_samples_of_several_processes_merge_into_one_report(tmp_path: Path) -> None:
     first = Sample([1_000_000, 3_000_000], ["OK", "OK"], started=10.0, finished=11.0)
-    second = Sample([2_000_000, 4_000_000], ["OK", "NOT_FOUND"], 10.5, 12.0, {"NOT_FOUND": "no block"})
+    second = Sample([2_000_000, 4_000_000], ["OK", "NOT_FOUND"], 10.5, 12.0, {"NOT_FOUND: no block": 1})
     report = Report.from_samples(HEALTH, TARGET, [first, second], {"concurrency": 2})
     assert (report.count, report.ok, report.seconds, report.rps) == (4, 3, 2.0, 2.0)
     assert report.latency_ms["min"] == 1.0
@@ -79,12 +79,34 @@ def test_samples_of_several_processes_merge_into_one_report(tmp_path: Path) -> N
     text = report.format()
     assert "Requests/sec: 2.00" in text
     assert "[NOT_FOUND]  1 responses" in text
-    assert "no block" in text
+    assert "[1]  NOT_FOUND: no block" in text
+    assert report.errors == {"NOT_FOUND: no block": 1}
+    assert [report.latency_ms[q] for q in ("p10", "p25", "p75")] == pytest.approx([1.3, 1.75, 3.25])
+    assert [b.count for b in report.histogram] == [1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 1]
+    assert report.histogram[-1].mark_ms == 4.0
+    assert report.to_csv().splitlines() == [
+        "call,latency_ms,status",
+        "0,1.0000,OK",
+        "1,3.0000,OK",
+        "2,2.0000,OK",
+        "3,4.0000,NOT_FOUND",
+    ]
     report.write_json(tmp_path / "r.json", with_latencies=True)
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["count"] == 4
     assert data["latencies_ms"] == [1.0, 2.0, 3.0, 4.0]
     assert data["settings"] == {"concurrency": 2}
+    assert [b["count"] for b in data["histogram"]] == [1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 1]
+
+
+def test_errors_from_several_processes_are_counted_per_distinct_message() -> None:
+    first = Sample(
+        [1, 2, 3], ["NOT_FOUND", "NOT_FOUND", "ABORTED"], 0.0, 1.0, {"NOT_FOUND: a": 2, "ABORTED: x": 1}
+    )
+    second = Sample([4, 5], ["NOT_FOUND", "NOT_FOUND"], 0.0, 1.0, {"NOT_FOUND: a": 1, "NOT_FOUND: b": 1})
+    report = Report.from_samples(HEALTH, TARGET, [first, second], {})
+    assert report.errors == {"NOT_FOUND: a": 3, "ABORTED: x": 1, "NOT_FOUND: b": 1}
+    assert list(report.errors) == ["NOT_FOUND: a", "ABORTED: x", "NOT_FOUND: b"]
 
 
 def test_an_empty_run_reports_zero_without_dividing_by_zero() -> None:

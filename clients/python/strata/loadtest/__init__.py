@@ -2,7 +2,8 @@
 
 Python ``grpc.aio`` clients call one unary method at a fixed concurrency or rate, for a duration or
 a request count (always bounded), after an optional warm-up, from one or several processes, and
-only against loopback addresses. The result is a ghz-like :class:`Report`::
+only against loopback addresses, in plaintext or TLS/mTLS, with any metadata (API key, tenant,
+headers). The result is a ghz-like :class:`Report`::
 
     from strata.loadtest import LoadSpec, run_load
 
@@ -11,6 +12,7 @@ only against loopback addresses. The result is a ghz-like :class:`Report`::
     print(report.format())
 """
 
+from strata.loadtest.channel import TlsSpec
 from strata.loadtest.methods import LoadTestError, Method, check_loopback, resolve_method
 from strata.loadtest.processes import run_load
 from strata.loadtest.report import Report, Sample
@@ -25,6 +27,7 @@ __all__ = [
     "RequestFactory",
     "RequestSlot",
     "Sample",
+    "TlsSpec",
     "check_loopback",
     "resolve_method",
     "run_load",

@@ -81,14 +81,13 @@ def _from_pool(pool: descriptor_pool.DescriptorPool, service: str, method: str) 
         return None
 
 
-def _from_reflection(target: str, service: str) -> descriptor_pool.DescriptorPool:
+def _from_reflection(channel: grpc.Channel, target: str, service: str) -> descriptor_pool.DescriptorPool:
     try:
         from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
             ProtoReflectionDescriptorDatabase,
         )
     except ImportError:
         raise LoadTestError(f"{service} is not a known service and grpcio-reflection is absent") from None
-    channel = grpc.insecure_channel(target)
     try:
         pool = descriptor_pool.DescriptorPool(ProtoReflectionDescriptorDatabase(channel))
         pool.FindServiceByName(service)
@@ -99,13 +98,17 @@ def _from_reflection(target: str, service: str) -> descriptor_pool.DescriptorPoo
     return pool
 
 
-def resolve_method(name: str, target: str | None = None) -> Method:
-    """The method ``name``: from the generated modules, else through ``target``'s reflection."""
+def resolve_method(
+    name: str, target: str | None = None, channel: Callable[[], grpc.Channel] | None = None
+) -> Method:
+    """The method ``name``: from the generated modules, else through ``target``'s reflection (over
+    ``channel()`` when given, a plaintext channel otherwise)."""
     service, method = split_method_name(name)
     _load_generated_modules()
     found = _from_pool(descriptor_pool.Default(), service, method)
     if found is None and target is not None:
-        found = _from_pool(_from_reflection(target, service), service, method)
+        opened = channel() if channel is not None else grpc.insecure_channel(target)
+        found = _from_pool(_from_reflection(opened, target, service), service, method)
     if found is None:
         raise LoadTestError(f"unknown method {service}/{method}")
     if found.client_streaming or found.server_streaming:
@@ -117,14 +120,22 @@ def resolve_method(name: str, target: str | None = None) -> Method:
     )
 
 
-def _host_of(target: str) -> str:
+def host_and_port(target: str) -> tuple[str, int]:
     address = target.removeprefix("dns:///").removeprefix("ipv4:").removeprefix("ipv6:")
     if address.startswith("["):
-        return address[1 : address.index("]")]
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
+        host, _, rest = address[1:].partition("]")
+        port = rest.removeprefix(":")
+    else:
+        host, sep, port = address.rpartition(":")
+        if not sep:
+            port = ""
+    if not port.isdigit():
         raise LoadTestError(f"target must be HOST:PORT, got {target!r}")
-    return host
+    return host, int(port)
+
+
+def _host_of(target: str) -> str:
+    return host_and_port(target)[0]
 
 
 def check_loopback(target: str) -> str:

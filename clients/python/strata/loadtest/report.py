@@ -1,7 +1,10 @@
-"""The summary of a load test, in the spirit of ghz's: counts, rate, latency quantiles, status codes."""
+"""The summary of a load test, in the spirit of ghz's: counts, rate, latency quantiles and histogram,
+status codes, errors counted per distinct message; as text, JSON or CSV (one row per call)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,8 +21,34 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-QUANTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+QUANTILES = {"p10": 10.0, "p25": 25.0, "p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 CDF_POINTS = 201  # latency at 0 %, 0.5 %, ..., 100 %: enough to draw a CDF without every sample
+HISTOGRAM_BUCKETS = 10
+BAR_WIDTH = 40
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Calls whose latency is above the previous bucket's mark and at most ``mark_ms``."""
+
+    mark_ms: float
+    count: int
+    frequency: float
+
+
+def histogram(ordered: Sequence[float], buckets: int = HISTOGRAM_BUCKETS) -> list[Bucket]:
+    """Equal-width buckets from the fastest to the slowest call (ghz's layout); the first bucket
+    holds exactly the fastest calls, the last one ends at the slowest."""
+    if not ordered:
+        return []
+    low, high = ordered[0], ordered[-1]
+    width = (high - low) / buckets
+    marks = [low + width * i for i in range(buckets + 1)] if width > 0 else [low]
+    counts = [0] * len(marks)
+    for value in ordered:
+        index = len(marks) - 1 if width == 0 else min(int(-(-(value - low) // width)), len(marks) - 1)
+        counts[index] += 1
+    return [Bucket(mark, n, n / len(ordered)) for mark, n in zip(marks, counts, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -30,7 +59,7 @@ class Sample:
     statuses: Sequence[str]
     started: float  # time.monotonic() when measurement began (system-wide clock on Linux)
     finished: float
-    errors: Mapping[str, str] = field(default_factory=dict)  # status -> first message seen
+    errors: Mapping[str, int] = field(default_factory=dict)  # "STATUS: message" -> calls
     warmup_calls: int = 0
 
 
@@ -46,11 +75,13 @@ class Report:
     rps: float
     latency_ms: Mapping[str, float]
     status_codes: Mapping[str, int]
-    errors: Mapping[str, str]
+    errors: Mapping[str, int]  # "STATUS: message" -> calls, most frequent first
     cdf_ms: Sequence[float]
     settings: Mapping[str, Any]
     warmup_calls: int = 0
     latencies_ms: Sequence[float] = field(default=(), repr=False)
+    histogram: Sequence[Bucket] = ()
+    calls: Sequence[tuple[float, str]] = field(default=(), repr=False)  # (latency ms, status) per call
 
     @classmethod
     def from_samples(
@@ -59,10 +90,12 @@ class Report:
         parts = list(samples)
         latencies = sorted(x / 1e6 for part in parts for x in part.latencies_ns)
         statuses: Counter[str] = Counter(s for part in parts for s in part.statuses)
-        errors: dict[str, str] = {}
+        errors: Counter[str] = Counter()
         for part in parts:
-            for code, message in part.errors.items():
-                errors.setdefault(code, message)
+            errors.update(part.errors)
+        calls = [
+            (x / 1e6, s) for part in parts for x, s in zip(part.latencies_ns, part.statuses, strict=True)
+        ]
         seconds = max((p.finished for p in parts), default=0.0) - min((p.started for p in parts), default=0.0)
         count = len(latencies)
         summary: dict[str, float] = {}
@@ -81,11 +114,13 @@ class Report:
             rps=count / seconds if seconds > 0 else 0.0,
             latency_ms=summary,
             status_codes=dict(sorted(statuses.items())),
-            errors=errors,
+            errors=dict(sorted(errors.items(), key=lambda item: (-item[1], item[0]))),
             cdf_ms=cdf,
             settings=dict(settings),
             warmup_calls=sum(part.warmup_calls for part in parts),
             latencies_ms=latencies,
+            histogram=histogram(latencies),
+            calls=calls,
         )
 
     def to_dict(self, *, with_latencies: bool = False) -> dict[str, Any]:
@@ -102,6 +137,10 @@ class Report:
             "settings": dict(self.settings),
             "warmup_calls": self.warmup_calls,
             "cdf_ms": [round(x, 4) for x in self.cdf_ms],
+            "histogram": [
+                {"mark_ms": round(b.mark_ms, 4), "count": b.count, "frequency": round(b.frequency, 6)}
+                for b in self.histogram
+            ],
         }
         if with_latencies:
             data["latencies_ms"] = [round(x, 4) for x in self.latencies_ms]
@@ -110,6 +149,22 @@ class Report:
     def write_json(self, path: Path, *, with_latencies: bool = False) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(with_latencies=with_latencies), indent=2) + "\n")
+
+    def to_csv(self) -> str:
+        """One row per measured call (latency in ms and status), as ghz's csv output."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["call", "latency_ms", "status"])
+        writer.writerows((i, f"{latency:.4f}", status) for i, (latency, status) in enumerate(self.calls))
+        return out.getvalue()
+
+    def write(self, path: Path) -> None:
+        """The report as CSV when ``path`` ends in .csv, else as JSON (with every latency)."""
+        if path.suffix.lower() == ".csv":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.to_csv())
+        else:
+            self.write_json(path, with_latencies=True)
 
     def format(self) -> str:
         """A plain-text summary like ghz's."""
@@ -124,9 +179,15 @@ class Report:
         if self.latency_ms:
             lines.append("Latency (ms):")
             lines += [f"  {name:<5} {value:10.3f}" for name, value in self.latency_ms.items()]
+        if self.histogram:
+            lines.append("Response time histogram (ms):")
+            peak = max(b.count for b in self.histogram)
+            for b in self.histogram:
+                bar = "∎" * (round(BAR_WIDTH * b.count / peak) if peak else 0)
+                lines.append(f"  {b.mark_ms:10.3f} [{b.count}]\t|{bar}")
         lines.append("Status code distribution:")
         lines += [f"  [{code}]  {n} responses" for code, n in self.status_codes.items()]
         if self.errors:
-            lines.append("Error distribution (first message per status):")
-            lines += [f"  [{code}]  {message}" for code, message in self.errors.items()]
+            lines.append("Error distribution:")
+            lines += [f"  [{n}]  {message}" for message, n in self.errors.items()]
         return "\n".join(lines)

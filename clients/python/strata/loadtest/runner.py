@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 import grpc
 from google.protobuf.message import Message
 
+from strata.loadtest.channel import open_aio_channel, open_channel
 from strata.loadtest.methods import LoadTestError, Method, check_loopback, resolve_method
 from strata.loadtest.report import Sample
 from strata.loadtest.spec import LoadSpec, RequestFactory, RequestSlot, request_factory
@@ -30,7 +31,7 @@ class _Phase:
         self.started = 0
         self.latencies: list[int] = []
         self.statuses: list[str] = []
-        self.errors: dict[str, str] = {}
+        self.errors: dict[str, int] = {}  # "STATUS: message" -> calls that failed so
 
     def take(self) -> bool:
         """Claim the next call, or say the phase is over."""
@@ -74,7 +75,9 @@ class _Caller:
             status = "OK"
         except grpc.aio.AioRpcError as error:
             status = error.code().name
-            phase.errors.setdefault(status, error.details() or "")
+            if phase.record:
+                key = f"{status}: {error.details() or ''}"
+                phase.errors[key] = phase.errors.get(key, 0) + 1
         elapsed = time.perf_counter_ns() - start
         if phase.record:
             phase.latencies.append(elapsed)
@@ -122,9 +125,10 @@ async def _run_phase(caller: _Caller, spec: LoadSpec, phase: _Phase) -> None:
 
 async def run_process(spec: LoadSpec, worker_offset: int = 0, ready: StartSignal | None = None) -> Sample:
     """Run ``spec`` (already this process's share) and return what was measured."""
-    method = resolve_method(spec.method, check_loopback(spec.target))
+    target = check_loopback(spec.target)
+    method = resolve_method(spec.method, target, lambda: open_channel(target, spec.tls))
     caller = _Caller(spec, method, request_factory(spec, method), worker_offset)
-    async with grpc.aio.insecure_channel(spec.target, options=_CHANNEL_OPTIONS) as channel:
+    async with open_aio_channel(target, spec.tls, _CHANNEL_OPTIONS) as channel:
         try:
             await asyncio.wait_for(channel.channel_ready(), CONNECT_TIMEOUT_SECONDS)
         except TimeoutError:

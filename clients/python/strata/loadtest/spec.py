@@ -10,6 +10,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from strata.loadtest.channel import TlsSpec
 from strata.loadtest.methods import LoadTestError, Method
 
 MAX_SECONDS = 3600.0
@@ -44,6 +45,7 @@ class LoadSpec:
     a :data:`FactoryMaker`, called once per process with ``params``). ``concurrency`` calls are in
     flight (closed loop) unless ``rate`` is set: then calls start at that many per second overall,
     with at most ``concurrency`` in flight. Warm-up calls are made first and not measured.
+    ``metadata`` goes with every call (API key, tenant, ``-H`` headers); ``tls`` secures the channel.
     """
 
     target: str
@@ -61,6 +63,7 @@ class LoadSpec:
     timeout: float = 20.0
     metadata: tuple[tuple[str, str], ...] = ()
     max_seconds: float = DEFAULT_MAX_SECONDS
+    tls: TlsSpec | None = None
 
     def validate(self) -> LoadSpec:
         if self.duration is None and self.requests is None:
@@ -81,6 +84,8 @@ class LoadSpec:
             raise LoadTestError("warm-up must be non-negative and bounded")
         if not 0 < self.timeout <= MAX_SECONDS or not 0 < self.max_seconds <= MAX_SECONDS:
             raise LoadTestError("timeouts must be positive and bounded")
+        if self.tls is not None:
+            self.tls.validate()
         return self
 
     @property
@@ -113,7 +118,9 @@ class LoadSpec:
         """The knobs, for the report."""
         keys = ("concurrency", "rate", "duration", "requests", "warmup_seconds", "warmup_requests")
         return {key: getattr(self, key) for key in (*keys, "processes", "timeout")} | {
-            "request": "factory " + self.factory if self.factory else json.loads(self.data or "{}")
+            "request": "factory " + self.factory if self.factory else json.loads(self.data or "{}"),
+            "tls": self.tls is not None,
+            "metadata_keys": sorted({key for key, _ in self.metadata}),  # values may be secrets
         }
 
 

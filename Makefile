@@ -16,7 +16,7 @@ BUF         := $(CURDIR)/$(TS_DIR)/node_modules/.bin/buf
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check docs node buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
+        client client-check coverage-branches mutation docs node buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -46,9 +46,16 @@ run-memory: install ## start MemoryService alone
 run-retrieval: install ## start RetrievalService alone
 	$(PY) -m strata_retrieval.main
 
-test: install node ## run every test (unit, golden, integration through real servers), then the TypeScript client's
-	$(PY) -m pytest -q
+test: install node ## run every test (unit, golden, integration through real servers; branch coverage printed), then the TypeScript client's
+	mkdir -p .cache
+	$(PY) -m pytest -q --cov --cov-report=term --cov-report=json:.cache/coverage.json
 	cd $(TS_DIR) && npm test
+
+coverage-branches: ## the branches the last `make test` missed in domain/operations/indexing/fusion/engine/memfs
+	$(PY) -m scripts.uncovered_branches .cache/coverage.json
+
+mutation: install ## mutmut over domain, operations, indexing, fusion/engine, memfs (slow; not in CI): bench/results/mutation.json
+	$(PY) -m scripts.mutation $(MUTATION_ARGS)
 
 FUZZ_EXAMPLES ?= 150
 fuzz: install ## fuzz every RPC (two tenants, health too) with a fresh seed; failures saved to tests/security/fuzz-examples

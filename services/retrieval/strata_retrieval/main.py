@@ -19,10 +19,12 @@ from strata.retrieval.v1 import (
     retrieval_pb2_grpc,
 )
 from strata_retrieval.disk import DiskGuard, IndexDiskFull
+from strata_retrieval.embedding.observed import EmbeddingMetrics, ObservedEmbedder
 from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.errors import EmbeddingModelMismatch
+from strata_retrieval.index_metrics import IndexCollector
 from strata_retrieval.manifest import IndexManifest, check_manifest, read_manifest
 from strata_retrieval.servicer import RetrievalServicer
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
@@ -84,7 +86,10 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
         vectors = EdgeShardIndex(settings.data_dir / "vectors", embedder.dimension)
     else:
         vectors = QdrantCollectionIndex(
-            settings.qdrant_url, embedder.dimension, collection=settings.qdrant_collection
+            settings.qdrant_url,
+            embedder.dimension,
+            collection=settings.qdrant_collection,
+            api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
         )
     config = EngineConfig(
         default_weights=settings.default_weights,
@@ -133,6 +138,8 @@ class RetrievalApp:
         embedder = self._embedder
         if embedder is None:
             embedder = await loop.run_in_executor(self._executor, load_embedder, self.settings)
+        metrics = self.server.registry if self.server.metrics_enabled else None
+        embedder = ObservedEmbedder(embedder, EmbeddingMetrics(metrics) if metrics else None)
         try:
             engine = await loop.run_in_executor(self._executor, open_engine, self.settings, embedder)
         except (EmbeddingModelMismatch, IndexDiskFull) as refusal:
@@ -141,6 +148,8 @@ class RetrievalApp:
         else:
             self.engine = engine
             self.servicer.attach(engine)
+            if metrics is not None:
+                metrics.register(IndexCollector(engine))
         await self.server.mark_serving()
 
     async def stop(self) -> None:

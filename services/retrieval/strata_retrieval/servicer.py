@@ -18,6 +18,7 @@ from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_retrieval import conversions
 from strata_retrieval.engine import RetrievalEngine
+from strata_serving import tracing
 from strata_serving.errors import InvalidArgument, StrataError, Unavailable
 
 _T = TypeVar("_T")
@@ -80,4 +81,7 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         return self._engine
 
     async def _run(self, function: Callable[..., _T], *args: Any) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+        # in_context: the engine's spans are children of this call's span, on the executor's thread too
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, tracing.in_context(function), *args
+        )

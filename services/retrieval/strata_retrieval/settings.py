@@ -30,6 +30,9 @@ class RetrievalSettings(ServingSettings):
     vector_backend: VectorBackend = VectorBackend.EDGE
     qdrant_url: str = "http://127.0.0.1:6333"
     qdrant_collection: str = "strata_documents"
+    qdrant_api_key: SecretStr | None = Field(
+        default=None, description="the Qdrant server's API key, if it has one"
+    )
     embedder_precision: Precision | None = Field(
         default=None,
         description="fp32 | int8; unset: what an existing index was built with, int8 for a new one",

@@ -64,7 +64,9 @@ class GrpcServer:
     ``extra_interceptors`` run inside the request-context one (so their errors are logged and mapped
     like any other); with ``tls`` the port accepts only TLS (and, with a client CA, only mTLS).
     ``serving`` holds the shared settings (drain, port sharing, keepalive, metrics) and
-    ``settings_prefix`` their environment prefix, to name them in messages.
+    ``settings_prefix`` their environment prefix, to name them in messages. The service's own metrics
+    go in ``registry`` (one is made if not given), served with the RPC metrics when
+    ``serving.metrics_address`` is set.
     """
 
     def __init__(
@@ -78,10 +80,11 @@ class GrpcServer:
         tls: ServerTls | None = None,
         serving: ServingSettings | None = None,
         settings_prefix: str = "STRATA_",
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self.settings = serving if serving is not None else ServingSettings.model_construct()
         self.service_names = tuple(service_names)
-        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.metrics_enabled = self.settings.metrics_address is not None
         rpc_metrics = RpcMetrics(self.registry) if self.metrics_enabled else None
         self.server = grpc.aio.server(

@@ -37,7 +37,15 @@ class TraceExporter(StrEnum):
 
 
 def span(name: str, **attributes: str | int | float | bool) -> contextlib.AbstractContextManager[trace.Span]:
-    """A child span of the current one around a piece of work."""
+    """A child span of the current one around a piece of work (a new trace outside any)."""
+    return _tracer.start_as_current_span(name, attributes=attributes)
+
+
+def child_span(name: str, **attributes: str | int | float | bool) -> contextlib.AbstractContextManager[Any]:
+    """A span only inside a trace: frequent background work (the outbox polling the store) does not
+    start a trace of its own each time."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return contextlib.nullcontext()
     return _tracer.start_as_current_span(name, attributes=attributes)
 
 

@@ -17,6 +17,7 @@ import grpc
 from google.protobuf.message import Message
 
 from strata.client.arguments import API_KEY_ENV, DEFAULT_TIMEOUT, call_metadata
+from strata.client.channel_policy import channel_options, strata_retryable
 from strata.client.errors import error_from_rpc
 
 RECEIVE_ANY_SIZE = ("grpc.max_receive_message_length", -1)
@@ -55,6 +56,7 @@ class ClientBase:
         self._metadata = call_metadata(tenant, api_key or os.environ.get(API_KEY_ENV) or None)
         if not any(name == RECEIVE_ANY_SIZE[0] for name, _ in options):
             options = [RECEIVE_ANY_SIZE, *options]
+        options = channel_options(strata_retryable(), options)  # keepalive, retry of UNAVAILABLE
         if credentials is None:
             self._channel = grpc.insecure_channel(target, options=list(options))
         else:

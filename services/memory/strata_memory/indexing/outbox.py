@@ -39,6 +39,7 @@ from strata_memory.limits import outbox_batch_bytes
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from strata_memory.store.records import IndexJob
+from strata_serving import tracing
 from strata_serving.errors import StrataError
 
 log = logging.getLogger("strata.memory.outbox")
@@ -145,7 +146,8 @@ class OutboxWorker:
         for (tenant_id, action), run in itertools.groupby(jobs, key=lambda job: (job.tenant_id, job.action)):
             batch = list(run)
             try:
-                refused = await self._deliver(tenant_id, action, batch)
+                with tracing.span("outbox.deliver", tenant=tenant_id, action=action, jobs=len(batch)):
+                    refused = await self._deliver(tenant_id, action, batch)
             except StrataError as failure:
                 self._adapt(failure)
                 await self._postpone(jobs[settled:], failure)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from strata.client import channel_policy
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.domain.errors import RetrievalUnavailable
@@ -26,15 +27,20 @@ from strata_serving.propagation import outgoing_metadata, outgoing_timeout
 from strata_serving.status import error_info_from
 
 if TYPE_CHECKING:
+    from strata_memory.metrics import DeliveryMetrics
+
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
 else:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
+_RETRIEVAL = "strata.retrieval.v1.RetrievalService"
 _CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     # Reconnect quickly once RetrievalService is back (gRPC's default backoff grows to 120 s).
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
+    # keepalive, retry of UNAVAILABLE, round robin over the replicas that report SERVING
+    *channel_policy.channel_options([(_RETRIEVAL, None)], balance_on_health=_RETRIEVAL),
 )
 _TRANSPORT_FAILURES = {
     grpc.StatusCode.UNAVAILABLE,
@@ -64,11 +70,12 @@ class RetrievalClient:
         tls_server_name: str | None = None,
         searches_per_tenant: int = 0,
         max_message_bytes: int = DEFAULT_RETRIEVAL_MESSAGE_BYTES,
+        deliveries: DeliveryMetrics | None = None,
     ) -> None:
         """``credentials`` select TLS (mTLS with a client certificate); ``api_key`` is the service key
         sent as a bearer token; ``searches_per_tenant`` bounds each tenant's searches in flight (each
         embeds its query), 0 for no bound; ``max_message_bytes`` bounds what the channel sends and
-        receives (RetrievalService's own request limit)."""
+        receives (RetrievalService's own request limit); ``deliveries`` counts index and delete calls."""
         self.address = address
         self._timeout = timeout
         self._credentials = credentials
@@ -77,6 +84,7 @@ class RetrievalClient:
         if tls_server_name:
             self._options = (*self._options, ("grpc.ssl_target_name_override", tls_server_name))
         self.searches = TenantConcurrency(searches_per_tenant, what="searches")
+        self._deliveries = deliveries
         self._channel: grpc.aio.Channel | None = None
         self._stub: RetrievalStub | None = None
 
@@ -93,10 +101,12 @@ class RetrievalClient:
 
     async def upsert(self, documents: Sequence[rpb.Document]) -> None:
         request = rpb.UpsertDocumentsRequest(documents=list(documents))
-        await self._call(self._connect().UpsertDocuments, request, seconds=max(self._timeout, 60.0))
+        await self._delivery(self._connect().UpsertDocuments, request, seconds=max(self._timeout, 60.0))
+        if self._deliveries is not None:
+            self._deliveries.delivered(len(request.documents))
 
     async def delete(self, request: rpb.DeleteDocumentsRequest) -> None:
-        await self._call(self._connect().DeleteDocuments, request)
+        await self._delivery(self._connect().DeleteDocuments, request)
 
     async def search(self, request: rpb.SearchRequest) -> rpb.SearchResponse:
         """Search; a refusal of what the caller asked for (a bad tag, a query too long) keeps its
@@ -113,6 +123,19 @@ class RetrievalClient:
                     reason=f"RETRIEVAL_{refusal.code().name}",
                 ) from refusal
         return response
+
+    async def _delivery(self, method: Any, request: Any, *, seconds: float | None = None) -> None:
+        """An index or delete call, its failures counted in the delivery metrics."""
+        try:
+            await self._call(method, request, seconds=seconds)
+        except StrataError as failure:
+            if self._deliveries is not None:
+                self._deliveries.failed(str(failure.metadata.get("status", failure.reason)))
+            raise
+        except grpc.aio.AioRpcError as failure:
+            if self._deliveries is not None:
+                self._deliveries.failed(failure.code().name)
+            raise
 
     async def _call(self, method: Any, request: Any, *, seconds: float | None = None) -> Any:
         try:

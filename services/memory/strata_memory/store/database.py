@@ -38,6 +38,7 @@ from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
+from strata_serving import tracing
 from strata_serving.errors import InvalidArgument, ResourceExhausted, StrataError, Unavailable
 
 T = TypeVar("T")
@@ -130,8 +131,10 @@ class Database:
         self, runner: Callable[[Callable[[Connection], T]], T], work: Callable[[Connection], T]
     ) -> T:
         loop = asyncio.get_running_loop()
+        mode = "write" if runner == self._in_writing else "read"
         try:
-            return await loop.run_in_executor(self._executor, functools.partial(runner, work))
+            with tracing.child_span("store.transaction", mode=mode):
+                return await loop.run_in_executor(self._executor, functools.partial(runner, work))
         except DBAPIError as failure:
             translated = storage_failure(failure)
             if translated is None:

@@ -198,3 +198,22 @@ def pending(conn: Connection, job_ids: Sequence[int] | None = None) -> int:
     if job_ids is not None:
         query = query.where(_jobs.c.id.in_(list(job_ids)))
     return int(conn.execute(query).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxDepth:
+    """The outbox at a glance (for metrics): jobs waiting, parked, and when the oldest was written."""
+
+    waiting: int
+    parked: int
+    oldest_created_us: int | None
+
+
+def depth(conn: Connection) -> OutboxDepth:
+    """Jobs not parked (due, leased or backing off), parked jobs, and the oldest job's creation time."""
+    is_parked = _jobs.c.parked_us.is_not(None)
+    query = select(
+        func.count().filter(~is_parked), func.count().filter(is_parked), func.min(_jobs.c.created_us)
+    )
+    waiting, parked_count, oldest = conn.execute(query).one()
+    return OutboxDepth(int(waiting or 0), int(parked_count or 0), None if oldest is None else int(oldest))

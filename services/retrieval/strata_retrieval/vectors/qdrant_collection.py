@@ -48,9 +48,13 @@ def client_filter(flt: DocumentFilter) -> models.Filter:
 class QdrantCollectionIndex:
     """A :class:`~strata_retrieval.vectors.protocol.VectorIndex` over one Qdrant collection."""
 
-    def __init__(self, url: str, dimension: int, *, collection: str = "strata_documents") -> None:
+    def __init__(
+        self, url: str, dimension: int, *, collection: str = "strata_documents", api_key: str | None = None
+    ) -> None:
         self._local = url == ":memory:"
-        self._client = QdrantClient(location=":memory:") if self._local else QdrantClient(url=url)
+        self._client = (
+            QdrantClient(location=":memory:") if self._local else QdrantClient(url=url, api_key=api_key)
+        )
         self._collection = collection
         if not self._client.collection_exists(collection):
             self._create(dimension)

@@ -1,0 +1,75 @@
+"""One SearchArchival traced across both services: one trace id, the caller's traceparent honoured,
+RetrievalService's Search a child of MemoryService's call, and the search legs children of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from strata.memory.v1 import memory_service_pb2 as api
+from strata.memory.v1 import resources_pb2 as pb
+from strata_serving.tracing import tracer_provider
+from tests.system.conftest import MemoryStub
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+_exporter = InMemorySpanExporter()
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """The process's tracer provider records into memory (installed once: OpenTelemetry allows one)."""
+    if not isinstance(trace.get_tracer_provider(), type(tracer_provider("x"))):
+        provider = tracer_provider("strata-test")
+        provider.add_span_processor(SimpleSpanProcessor(_exporter))
+        trace.set_tracer_provider(provider)
+    _exporter.clear()
+    yield _exporter
+    _exporter.clear()
+
+
+def _named(spans: tuple[ReadableSpan, ...], name: str) -> ReadableSpan:
+    matching = [span for span in spans if span.name == name]
+    assert len(matching) == 1, f"{name}: {[s.name for s in spans]}"
+    return matching[0]
+
+
+def _parent_id(span: ReadableSpan) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+async def test_search_archival_is_one_trace_across_both_services(
+    memory: MemoryStub, spans: InMemorySpanExporter
+) -> None:
+    agent = await memory.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="traced")))
+    await memory.CreatePassages(
+        api.CreatePassagesRequest(
+            agent_id=agent.id, passages=[pb.Passage(text="Lanterns glow by the river.")], wait_searchable=True
+        )
+    )
+    spans.clear()
+    await memory.SearchArchival(
+        api.SearchArchivalRequest(agent_id=agent.id, query="river lights"),
+        metadata=(("traceparent", f"00-{TRACE_ID}-{CALLER_SPAN}-01"),),
+    )
+    finished = spans.get_finished_spans()
+    outer = _named(finished, "strata.memory.v1.MemoryService/SearchArchival")
+    inner = _named(finished, "strata.retrieval.v1.RetrievalService/Search")
+    legs = [_named(finished, name) for name in ("search.vector_leg", "search.fts_leg", "search.fusion")]
+    embed = _named(finished, "embed.query")
+    assert {format(span.context.trace_id, "032x") for span in (outer, inner, *legs, embed)} == {TRACE_ID}
+    assert format(_parent_id(outer) or 0, "016x") == CALLER_SPAN
+    assert [_parent_id(leg) for leg in legs] == [inner.context.span_id] * 3
+    assert _parent_id(embed) == legs[0].context.span_id
+    chain = {span.context.span_id: span for span in finished}
+    ancestor = chain.get(_parent_id(inner) or 0)
+    while ancestor is not None and ancestor is not outer:
+        ancestor = chain.get(_parent_id(ancestor) or 0)
+    assert ancestor is outer, "RetrievalService's Search is not under MemoryService's call"
+    # the call's own store reads (the outbox's background transactions are traces of their own)
+    assert any(s.name == "store.transaction" and _parent_id(s) == outer.context.span_id for s in finished)

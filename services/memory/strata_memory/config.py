@@ -57,7 +57,8 @@ class MemorySettings(ServingSettings):
     recall_context_turns: int = Field(default=1, ge=0, le=10)
     """Preceding user/assistant turns of the same conversation indexed with each message."""
     log_level: str = "INFO"
-    log_json: bool = True
+    log_json: bool | None = None
+    """JSON log lines; unset: JSON unless stderr is a terminal (then a short console form)."""
 
     # Security (docs/security.md). Off by default so `make run` stays one command.
     auth_enabled: bool = False

@@ -1,4 +1,9 @@
-"""Structured logging: one JSON object per line on stderr, with the current request id."""
+"""Logs a person and a collector can read: JSON lines for machines, a short console form on a
+terminal, the request id and trace id on every line, and third-party noise kept out.
+
+``json_lines=None`` chooses by where stderr goes: a terminal (``make run``) gets the console form,
+anything else (a container, a file, a pipe) JSON.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,13 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-from strata_serving.interceptors import request_id_var
+from strata_serving.propagation import request_id_var
+from strata_serving.tracing import current_trace_id
 
 _EXTRA_FIELDS = ("rpc_method", "rpc_code", "elapsed_ms", "deadline_ms")
+_NOISY_PACKAGES = ("/onnxruntime/", "/onnx/")
+"""Libraries that log through the root logger (onnxruntime's quantiser prints dozens of lines on a
+first start); their lines below ERROR are dropped."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -21,6 +30,9 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
             "request_id": request_id_var.get(),
         }
+        trace_id = current_trace_id()
+        if trace_id is not None:
+            entry["trace_id"] = trace_id
         for field in _EXTRA_FIELDS:
             if hasattr(record, field):
                 entry[field] = getattr(record, field)
@@ -29,11 +41,41 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
-def configure_logging(level: str = "INFO", *, json_lines: bool = True) -> None:
-    """Route every logger to stderr, as JSON lines (or plain text for local reading)."""
+class ConsoleFormatter(logging.Formatter):
+    """``12:01:02.345 INFO  strata.rpc  message  [request=… trace=…]`` (ids only inside a call)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = datetime.fromtimestamp(record.created).strftime("%H:%M:%S.%f")[:-3]
+        line = f"{stamp} {record.levelname:<5} {record.name:<16} {record.getMessage()}"
+        ids = []
+        request_id = request_id_var.get()
+        if request_id != "-" and f"request_id={request_id}" not in line:
+            ids.append(f"request={request_id}")
+        trace_id = current_trace_id()
+        if trace_id is not None:
+            ids.append(f"trace={trace_id}")
+        if ids:
+            line += f"  [{' '.join(ids)}]"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class QuietThirdParty(logging.Filter):
+    """Drops routine lines that libraries log through the root logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        noisy = any(package in record.pathname for package in _NOISY_PACKAGES)
+        return not noisy or record.levelno >= logging.ERROR
+
+
+def configure_logging(level: str = "INFO", *, json_lines: bool | None = None) -> None:
+    """Route every logger to stderr: JSON lines, or the console form (None: console on a terminal)."""
+    if json_lines is None:
+        json_lines = not sys.stderr.isatty()
     handler = logging.StreamHandler(sys.stderr)
-    plain = logging.Formatter("%(levelname)s %(name)s %(message)s")
-    handler.setFormatter(JsonFormatter() if json_lines else plain)
+    handler.setFormatter(JsonFormatter() if json_lines else ConsoleFormatter())
+    handler.addFilter(QuietThirdParty())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -80,11 +80,12 @@ proto: install node ## regenerate the Python stubs (typed, mypy-protobuf) and th
 	  --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
 	  --python_out=$(GEN_ROOT) --grpc_python_out=$(GEN_ROOT) \
 	  --mypy_out=$(GEN_ROOT) --mypy_grpc_out=$(GEN_ROOT) $(PROTO_FILES)
+	$(PY) -m grpc_tools.protoc -I proto --include_source_info --descriptor_set_out=$(GEN_ROOT)/strata/contract_source.binpb $(PROTO_FILES)
 	cd $(TS_DIR) && $(BUF) generate --template buf.gen.yaml
 
 proto-check: proto ## fail if the committed stubs differ from freshly generated ones
-	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(TS_DIR)/src/gen
-	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(TS_DIR)/src/gen)" \
+	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(GEN_ROOT)/strata/contract_source.binpb $(TS_DIR)/src/gen
+	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(GEN_ROOT)/strata/contract_source.binpb $(TS_DIR)/src/gen)" \
 	  || { echo "untracked generated files: run 'make proto' and commit"; exit 1; }
 
 docs: install ## regenerate docs/api.md and docs/errors.md from the proto comments (drift-checked by a test)

@@ -92,3 +92,5 @@ def test_grpcurl_shows_the_contract_written_in_the_protos(memory_target: str) ->
         check=True,
     ).stdout
     assert "string arguments = 4;" in described
+    # Reflection serves the proto comments (strata_serving.reflection_comments), so the contract shows.
+    assert "The tool's arguments as a JSON object *encoded as a string*" in described

@@ -216,3 +216,26 @@ async def test_health_watch_streams_the_serving_status(
                 watch.cancel()
     finally:
         await running.stop()
+
+
+async def test_a_role_repeated_100k_times_is_one_role_filter(stub: MemoryStub) -> None:
+    """Roles are four values: repeating one must not reach RetrievalService as a 100,000-value filter
+    (which it refuses, over its 1,000-value filter limit)."""
+    agent = await stub.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="roles")))
+    await stub.AppendMessages(
+        api.AppendMessagesRequest(
+            agent_id=agent.id,
+            messages=[pb.Message(role=pb.MESSAGE_ROLE_USER, content="tea")],
+            wait_searchable=True,
+        )
+    )
+    run = await tool(
+        stub, agent.id, "conversation_search", json.dumps({"query": "tea", "roles": ["user"] * 100_000})
+    )
+    assert run.ok, run.text
+    assert "tea" in run.text
+    request = api.SearchMessagesRequest(
+        agent_id=agent.id, query="tea", roles=[pb.MESSAGE_ROLE_USER] * 100_000
+    )
+    found = await stub.SearchMessages(request)
+    assert [hit.message.content for hit in found.hits] == ["tea"]

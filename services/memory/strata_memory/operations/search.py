@@ -101,7 +101,10 @@ class Search:
     ) -> list[Hit[MessageRecord]]:
         await self._db.read(lambda conn: agent_rows.get_agent(conn, tenant_id, agent_id))
         flt = rpb.DocumentFilter(
-            tenant_id=tenant_id, agent_ids=[agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE], roles=list(roles)
+            tenant_id=tenant_id,
+            agent_ids=[agent_id],
+            kinds=[rpb.DOCUMENT_KIND_MESSAGE],
+            roles=list(dict.fromkeys(roles)),  # each role once: a repeated one is no wider a filter
         )
         if conversation_id:
             flt.conversation_ids.append(conversation_id)

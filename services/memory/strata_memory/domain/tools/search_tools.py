@@ -94,7 +94,7 @@ def parse_archival_search(arguments: str | Mapping[str, Any], timezone: str) -> 
 
 def parse_recall_search(arguments: str | Mapping[str, Any], timezone: str) -> RecallQuery:
     args = _arguments("conversation_search", arguments, ("query", "roles", "limit", "start_date", "end_date"))
-    roles = tuple(args.optional_str_list("roles"))
+    roles = tuple(dict.fromkeys(args.optional_str_list("roles")))  # 100,000 "user"s are one role
     unknown = [r for r in roles if r not in ROLES]
     if unknown:
         raise ToolArgumentError(

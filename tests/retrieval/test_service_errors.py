@@ -199,3 +199,18 @@ async def test_rebuild_on_model_change_starts_over(tmp_path: Path, embedder: Onn
         stats = await rebuilt.stub.Stats(pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT)))
         assert stats.document_count == 0
     assert json.loads((data_dir / MANIFEST_NAME).read_text())["embedding_model"] == embedder.name
+
+
+async def test_bad_document_id_listings_are_invalid_argument(service: Service) -> None:
+    flt = pb.DocumentFilter(tenant_id=TENANT)
+    no_tenant = await refused(service.stub.ListDocumentIds(pb.ListDocumentIdsRequest()))
+    assert violated_fields(no_tenant) == ["filter.tenant_id"]
+    forged = await refused(
+        service.stub.ListDocumentIds(pb.ListDocumentIdsRequest(filter=flt, page_token="x"))
+    )
+    assert violated_fields(forged) == ["page_token"]
+    for size in (-1, 10_001):
+        bad = await refused(
+            service.stub.ListDocumentIds(pb.ListDocumentIdsRequest(filter=flt, page_size=size))
+        )
+        assert violated_fields(bad) == ["page_size"]

@@ -141,3 +141,28 @@ async def test_health_is_serving_and_reflection_lists_the_service(service: Servi
     call = reflection.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
     names = {s.name async for reply in call for s in reply.list_services_response.service}
     assert "strata.retrieval.v1.RetrievalService" in names
+
+
+async def test_document_ids_are_listed_page_by_page_within_the_filter(service: Service) -> None:
+    everything = pb.DocumentFilter(tenant_id=TENANT)
+    listed: list[str] = []
+    token = ""
+    while True:
+        page = await service.stub.ListDocumentIds(
+            pb.ListDocumentIdsRequest(filter=everything, page_size=2, page_token=token)
+        )
+        assert len(page.ids) <= 2
+        listed += page.ids
+        if not (token := page.next_page_token):
+            break
+    assert sorted(listed) == sorted(d.id for d in MEMORIES if d.scope.tenant_id == TENANT)
+    passages = pb.DocumentFilter(tenant_id=TENANT, kinds=[pb.DOCUMENT_KIND_PASSAGE])
+    only = await service.stub.ListDocumentIds(pb.ListDocumentIdsRequest(filter=passages))
+    assert sorted(only.ids) == sorted(
+        d.id for d in MEMORIES if d.scope.tenant_id == TENANT and d.kind == pb.DOCUMENT_KIND_PASSAGE
+    )
+    assert only.next_page_token == ""
+    other = await service.stub.ListDocumentIds(
+        pb.ListDocumentIdsRequest(filter=pb.DocumentFilter(tenant_id="nobody"))
+    )
+    assert list(other.ids) == []

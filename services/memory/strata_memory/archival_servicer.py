@@ -23,7 +23,7 @@ from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.search import SearchWindow
 from strata_memory.store.records import ArchiveRecord
 from strata_serving import timestamps
-from strata_serving.auth import require_operator
+from strata_serving.auth import recheck_credentials, require_operator
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
 
@@ -164,6 +164,7 @@ class ArchivalHandlers:
             scope, batch_size=request.batch_size or DEFAULT_REINDEX_BATCH
         ):
             total = progress.total
+            await recheck_credentials()  # a key revoked while the stream runs ends it
             yield api.ReindexProgress(documents_total=progress.total, documents_done=progress.done)
         yield api.ReindexProgress(documents_total=total, documents_done=total, done=True)
 

@@ -87,6 +87,9 @@ class MemorySettings(ServingSettings):
     """Largest message on the channel to RetrievalService, sent or received: set it to
     RetrievalService's ``STRATA_RETRIEVAL_MAX_MESSAGE_BYTES``. The outbox keeps each batch within
     ``strata_memory.limits.outbox_batch_bytes`` of it."""
+    reindex_streams_per_tenant: int = Field(default=1, ge=0)
+    """Reindex streams one tenant may run at once (an every-tenant Reindex counts as one tenant);
+    beyond it Reindex fails at once with RESOURCE_EXHAUSTED (TENANT_CONCURRENCY_LIMIT). 0: no limit."""
     searches_per_tenant: int = Field(default=8, ge=0)
     """Searches (each embeds a query in RetrievalService) one tenant may have in flight; beyond it
     a call fails at once with RESOURCE_EXHAUSTED (reason TENANT_CONCURRENCY_LIMIT). 0: no limit."""

@@ -103,7 +103,13 @@ def build_operations(
         tools=ToolRunner(database, prompts, clock, ExternalTools(archives, search, outbox, clock)),
         archives=archives,
         search=search,
-        reindexer=Reindexer(database, retrieval, context_turns=settings.recall_context_turns),
+        reindexer=Reindexer(
+            database,
+            retrieval,
+            context_turns=settings.recall_context_turns,
+            max_request_bytes=settings.retrieval_max_message_bytes,
+            streams_per_tenant=settings.reindex_streams_per_tenant,
+        ),
         index_queue=outbox,
     )
 

@@ -235,6 +235,16 @@ class RetrievalEngine:
             embedding_dimension=self.embedder.dimension,
         )
 
+    def list_ids(self, flt: DocumentFilter, *, after_key: str, limit: int) -> tuple[list[str], str]:
+        """Ids of the documents matching ``flt`` whose storage key follows ``after_key``, at most
+        ``limit``, in key order; and the key to continue after ("" when there is no more)."""
+        check_filter(flt, self.limits)
+        keys = sorted(key for key in self._vectors.keys_matching(flt) if key > after_key)
+        page = keys[:limit]
+        found = self._vectors.fetch(page)
+        ids = [found[key].id for key in page if key in found]
+        return ids, (page[-1] if len(keys) > limit else "")
+
     def _count_kind(self, flt: DocumentFilter, kind: DocumentKind) -> int:
         if flt.kinds and kind not in flt.kinds:
             return 0

@@ -7,6 +7,7 @@ embedding model every call fails with that FAILED_PRECONDITION (reason EMBEDDING
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor
 from datetime import UTC, datetime
@@ -22,6 +23,8 @@ from strata_serving import tracing
 from strata_serving.errors import InvalidArgument, StrataError, Unavailable
 
 _T = TypeVar("_T")
+DEFAULT_ID_PAGE = 1_000
+MAX_ID_PAGE = 10_000
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
@@ -75,6 +78,23 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         stats = await self._run(engine.stats, conversions.filter_from_pb(request.filter))
         return conversions.stats_to_pb(stats)
 
+    async def ListDocumentIds(
+        self, request: pb.ListDocumentIdsRequest, context: Context
+    ) -> pb.ListDocumentIdsResponse:
+        engine = self._ready()
+        if not 0 <= request.page_size <= MAX_ID_PAGE:
+            raise InvalidArgument.field(
+                "page_size", f"must be between 0 and {MAX_ID_PAGE} (0: {DEFAULT_ID_PAGE})"
+            )
+        after = request.page_token
+        if after and not _is_key(after):
+            raise InvalidArgument.field("page_token", "is not a token this service issued")
+        flt = conversions.filter_from_pb(request.filter)
+        ids, following = await self._run(
+            lambda: engine.list_ids(flt, after_key=after, limit=request.page_size or DEFAULT_ID_PAGE)
+        )
+        return pb.ListDocumentIdsResponse(ids=ids, next_page_token=following)
+
     def _ready(self) -> RetrievalEngine:
         if self._engine is None:
             raise self._refusal
@@ -85,3 +105,11 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         return await asyncio.get_running_loop().run_in_executor(
             self._executor, tracing.in_context(function), *args
         )
+
+
+def _is_key(token: str) -> bool:
+    """Page tokens are storage keys (UUIDs)."""
+    try:
+        return str(uuid.UUID(token)) == token
+    except ValueError:
+        return False

@@ -59,6 +59,19 @@ def current_principal() -> Principal | None:
     return _principal.get()
 
 
+_admission: contextvars.ContextVar[Callable[[], Awaitable[Principal]] | None] = contextvars.ContextVar(
+    "admission", default=None
+)
+
+
+async def recheck_credentials() -> None:
+    """Authenticate the running call's key again: a long stream calls this between messages, so a key
+    revoked meanwhile ends it (UNAUTHENTICATED). A no-op for calls that needed no key."""
+    admit = _admission.get()
+    if admit is not None:
+        await admit()
+
+
 class Authenticator(Protocol):
     async def authenticate(self, token: str) -> Principal | None:
         """The principal ``token`` proves, or ``None`` when it proves nothing (unknown, revoked)."""
@@ -211,9 +224,11 @@ class AuthInterceptor(_Interceptor):
         async def guarded(run: Callable[[], Awaitable[Any]], context: Context) -> Any:
             del context
             token = _principal.set(await admit())
+            again = _admission.set(admit)
             try:
                 return await run()
             finally:
+                _admission.reset(again)
                 _principal.reset(token)
 
         return rewrap(handler, guarded)

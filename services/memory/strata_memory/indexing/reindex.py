@@ -1,12 +1,17 @@
 """Rebuild RetrievalService's indexes from the store: an agent, a tenant, or every tenant.
 
-The scope's documents are first deleted from the indexes (so nothing the store no longer holds
-survives), then sent again in batches. Progress is reported after each batch.
+Every document the store holds in the scope is upserted again (in batches cut by bytes, refusals
+isolated to single documents as in the outbox), and only then are the documents the index holds for
+the scope but the store no longer does deleted. Nothing is deleted first, so a Reindex cancelled,
+timed out or killed part-way leaves every stored document as searchable as before; running it again
+(or to the end) converges, so it is idempotent. A document RetrievalService refuses is handed to the
+outbox as an upsert job, which retries it and parks it if it keeps failing. Each tenant may run at
+most ``streams_per_tenant`` Reindex streams at once (RESOURCE_EXHAUSTED beyond).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -14,14 +19,21 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.indexing.delivery import current_documents, upsert_as_stored
+from strata_memory.indexing import delivery
 from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.limits import outbox_batch_bytes
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import archives as archive_rows
+from strata_memory.store import index_jobs, schema
 from strata_memory.store import messages as message_rows
-from strata_memory.store import schema
 from strata_memory.store.database import Database
 from strata_memory.store.records import Page
+from strata_serving.admission import TenantConcurrency
+
+ALL_TENANTS = "*"
+"""The key an every-tenant Reindex counts against in the per-tenant stream limit."""
+MAX_BATCH_DOCUMENTS = 512
+MAX_DELETE_IDS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,45 +51,67 @@ class Progress:
 
 
 class Reindexer:
-    def __init__(self, db: Database, retrieval: RetrievalClient, *, context_turns: int = 0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        retrieval: RetrievalClient,
+        *,
+        context_turns: int = 0,
+        max_request_bytes: int = 64 * 1024 * 1024,
+        streams_per_tenant: int = 1,
+    ) -> None:
         self._db = db
         self._retrieval = retrieval
         self._context_turns = context_turns
+        self._budget = outbox_batch_bytes(max_request_bytes)
+        self.streams = TenantConcurrency(streams_per_tenant, what="Reindex streams")
 
     async def run(self, scope: ReindexScope, *, batch_size: int) -> AsyncIterator[Progress]:
-        plan = await self._db.read(lambda conn: _plan(conn, scope))
-        total = sum(len(ids) for ids in plan.values())
-        done = 0
-        yield Progress(total, done)
-        for tenant_id, ids in plan.items():
-            await self._clear(tenant_id, scope)
-            for start in range(0, len(ids), batch_size):
-                chunk = ids[start : start + batch_size]
-                documents = await self._db.read(
-                    partial(
-                        current_documents, tenant_id=tenant_id, ids=chunk, context_turns=self._context_turns
-                    )
-                )
-                if documents:
-                    await upsert_as_stored(self._db, self._retrieval, tenant_id, documents)
-                done += len(chunk)
-                yield Progress(total, done)
+        async with self.streams.slot(scope.tenant_id or ALL_TENANTS):
+            plan = await self._db.read(lambda conn: _plan(conn, scope))
+            total = sum(len(ids) for ids in plan.values())
+            done = 0
+            yield Progress(total, done)
+            for tenant_id, ids in plan.items():
+                for start in range(0, len(ids), batch_size):
+                    chunk = ids[start : start + batch_size]
+                    await self._send(tenant_id, chunk)
+                    done += len(chunk)
+                    yield Progress(total, done)
+                await self._drop_vanished(tenant_id, scope)
 
-    async def _clear(self, tenant_id: str, scope: ReindexScope) -> None:
-        if not scope.agent_id:
-            await self._retrieval.delete(
-                rpb.DeleteDocumentsRequest(filter=rpb.DocumentFilter(tenant_id=tenant_id))
-            )
-            return
-        archive_ids = await self._db.read(lambda conn: archive_rows.agent_archive_ids(conn, scope.agent_id))
-        await self._retrieval.delete(
-            rpb.DeleteDocumentsRequest(
-                filter=rpb.DocumentFilter(tenant_id=tenant_id, agent_ids=[scope.agent_id])
-            )
+    async def _send(self, tenant_id: str, ids: Sequence[str]) -> None:
+        """Upsert these documents as the store holds them; hand what was refused to the outbox."""
+        built = await self._db.read(
+            lambda conn: delivery.documents_as_stored(conn, tenant_id, ids, context_turns=self._context_turns)
         )
+        batches, oversized = delivery.byte_batches(built.documents, self._budget, MAX_BATCH_DOCUMENTS)
+        refused = [*built.refused, *oversized]
+        for batch in batches:
+            refused += await delivery.upsert_isolating(self._db, self._retrieval, tenant_id, batch)
+        if refused:
+            retry = [r.document_id for r in refused]
+            await self._db.write(lambda conn: index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, retry))
+
+    async def _drop_vanished(self, tenant_id: str, scope: ReindexScope) -> None:
+        """Delete from the index the scope's documents that the store no longer holds."""
+        for flt in await self._filters(tenant_id, scope):
+            vanished: list[str] = []
+            async for page in self._retrieval.list_ids(flt):
+                kept = await self._db.read(partial(delivery.stored_ids, tenant_id=tenant_id, ids=page))
+                vanished += [document_id for document_id in page if document_id not in kept]
+            for start in range(0, len(vanished), MAX_DELETE_IDS):
+                ids = rpb.DocumentIds(tenant_id=tenant_id, ids=vanished[start : start + MAX_DELETE_IDS])
+                await self._retrieval.delete(rpb.DeleteDocumentsRequest(ids=ids))
+
+    async def _filters(self, tenant_id: str, scope: ReindexScope) -> list[rpb.DocumentFilter]:
+        if not scope.agent_id:
+            return [rpb.DocumentFilter(tenant_id=tenant_id)]
+        archive_ids = await self._db.read(lambda conn: archive_rows.agent_archive_ids(conn, scope.agent_id))
+        filters = [rpb.DocumentFilter(tenant_id=tenant_id, agent_ids=[scope.agent_id])]
         if archive_ids:
-            flt = rpb.DocumentFilter(tenant_id=tenant_id, archive_ids=archive_ids)
-            await self._retrieval.delete(rpb.DeleteDocumentsRequest(filter=flt))
+            filters.append(rpb.DocumentFilter(tenant_id=tenant_id, archive_ids=archive_ids))
+        return filters
 
 
 def _plan(conn: Connection, scope: ReindexScope) -> dict[str, list[str]]:

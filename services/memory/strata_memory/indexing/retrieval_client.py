@@ -11,7 +11,7 @@ RetrievalService's other refusals keep their status.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -42,6 +42,7 @@ _CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     # keepalive, retry of UNAVAILABLE, round robin over the replicas that report SERVING
     *channel_policy.channel_options([(_RETRIEVAL, None)], balance_on_health=_RETRIEVAL),
 )
+ID_PAGE = 5_000
 _TRANSPORT_FAILURES = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -107,6 +108,16 @@ class RetrievalClient:
 
     async def delete(self, request: rpb.DeleteDocumentsRequest) -> None:
         await self._delivery(self._connect().DeleteDocuments, request)
+
+    async def list_ids(self, flt: rpb.DocumentFilter) -> AsyncIterator[list[str]]:
+        """The ids of the indexed documents matching ``flt``, a page at a time."""
+        token = ""
+        while True:
+            request = rpb.ListDocumentIdsRequest(filter=flt, page_size=ID_PAGE, page_token=token)
+            page: rpb.ListDocumentIdsResponse = await self._call(self._connect().ListDocumentIds, request)
+            yield list(page.ids)
+            if not (token := page.next_page_token):
+                return
 
     async def search(self, request: rpb.SearchRequest) -> rpb.SearchResponse:
         """Search; a refusal of what the caller asked for (a bad tag, a query too long) keeps its

@@ -89,7 +89,12 @@ class MemoryServiceStub:
     """Search over what an agent can reach, through RetrievalService (hybrid by default)."""
     SearchMessages: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.SearchMessagesRequest, _memory_service_pb2.SearchMessagesResponse]
     Reindex: _grpc.UnaryStreamMultiCallable[_memory_service_pb2.ReindexRequest, _memory_service_pb2.ReindexProgress]
-    """Rebuilds RetrievalService's indexes from the store, streaming progress."""
+    """Rebuilds RetrievalService's indexes from the store, streaming progress: every stored document
+    is sent again, then what the index holds but the store no longer does is deleted, so a stream
+    cancelled or cut off part-way leaves everything searchable (run it again to finish). One stream
+    per tenant at a time (STRATA_MEMORY_REINDEX_STREAMS_PER_TENANT): more is RESOURCE_EXHAUSTED. A
+    key revoked while the stream runs ends it with UNAUTHENTICATED.
+    """
     RenderMemory: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.RenderMemoryRequest, _memory_service_pb2.RenderMemoryResponse]
     """Rendering and the system prompt."""
     GetSystemPrompt: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetSystemPromptRequest, _resources_pb2.SystemPrompt]
@@ -149,7 +154,12 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """Search over what an agent can reach, through RetrievalService (hybrid by default)."""
     SearchMessages: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.SearchMessagesRequest, _memory_service_pb2.SearchMessagesResponse]  # type: ignore[assignment]
     Reindex: _aio.UnaryStreamMultiCallable[_memory_service_pb2.ReindexRequest, _memory_service_pb2.ReindexProgress]  # type: ignore[assignment]
-    """Rebuilds RetrievalService's indexes from the store, streaming progress."""
+    """Rebuilds RetrievalService's indexes from the store, streaming progress: every stored document
+    is sent again, then what the index holds but the store no longer does is deleted, so a stream
+    cancelled or cut off part-way leaves everything searchable (run it again to finish). One stream
+    per tenant at a time (STRATA_MEMORY_REINDEX_STREAMS_PER_TENANT): more is RESOURCE_EXHAUSTED. A
+    key revoked while the stream runs ends it with UNAUTHENTICATED.
+    """
     RenderMemory: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.RenderMemoryRequest, _memory_service_pb2.RenderMemoryResponse]  # type: ignore[assignment]
     """Rendering and the system prompt."""
     GetSystemPrompt: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetSystemPromptRequest, _resources_pb2.SystemPrompt]  # type: ignore[assignment]
@@ -416,7 +426,12 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.ReindexRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_memory_service_pb2.ReindexProgress], _abc.AsyncIterator[_memory_service_pb2.ReindexProgress]]:
-        """Rebuilds RetrievalService's indexes from the store, streaming progress."""
+        """Rebuilds RetrievalService's indexes from the store, streaming progress: every stored document
+        is sent again, then what the index holds but the store no longer does is deleted, so a stream
+        cancelled or cut off part-way leaves everything searchable (run it again to finish). One stream
+        per tenant at a time (STRATA_MEMORY_REINDEX_STREAMS_PER_TENANT): more is RESOURCE_EXHAUSTED. A
+        key revoked while the stream runs ends it with UNAUTHENTICATED.
+        """
 
     @_abc_1.abstractmethod
     def RenderMemory(

@@ -54,6 +54,11 @@ class RetrievalServiceStub:
                 request_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.StatsRequest.SerializeToString,
                 response_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.StatsResponse.FromString,
                 _registered_method=True)
+        self.ListDocumentIds = channel.unary_unary(
+                '/strata.retrieval.v1.RetrievalService/ListDocumentIds',
+                request_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsRequest.SerializeToString,
+                response_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -88,6 +93,14 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDocumentIds(self, request, context):
+        """The ids of the documents matching a filter, a page at a time in a stable order (by storage key),
+        so a caller can reconcile the index with its source of truth (MemoryService's Reindex does).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -110,6 +123,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.Stats,
                     request_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.StatsRequest.FromString,
                     response_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.StatsResponse.SerializeToString,
+            ),
+            'ListDocumentIds': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDocumentIds,
+                    request_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsRequest.FromString,
+                    response_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -220,6 +238,33 @@ class RetrievalService:
             '/strata.retrieval.v1.RetrievalService/Stats',
             strata_dot_retrieval_dot_v1_dot_retrieval__pb2.StatsRequest.SerializeToString,
             strata_dot_retrieval_dot_v1_dot_retrieval__pb2.StatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDocumentIds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.retrieval.v1.RetrievalService/ListDocumentIds',
+            strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsRequest.SerializeToString,
+            strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsResponse.FromString,
             options,
             channel_credentials,
             insecure,

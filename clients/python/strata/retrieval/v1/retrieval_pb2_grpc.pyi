@@ -44,6 +44,10 @@ class RetrievalServiceStub:
     """Vector, full-text or hybrid (RRF) search. Filters apply inside each leg, before ranking."""
     Stats: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.StatsRequest, _retrieval_pb2.StatsResponse]
     """Document counts and distinct tags for the documents matching a filter."""
+    ListDocumentIds: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.ListDocumentIdsRequest, _retrieval_pb2.ListDocumentIdsResponse]
+    """The ids of the documents matching a filter, a page at a time in a stable order (by storage key),
+    so a caller can reconcile the index with its source of truth (MemoryService's Reindex does).
+    """
 
 @_typing.type_check_only
 class RetrievalServiceAsyncStub(RetrievalServiceStub):
@@ -58,6 +62,10 @@ class RetrievalServiceAsyncStub(RetrievalServiceStub):
     """Vector, full-text or hybrid (RRF) search. Filters apply inside each leg, before ranking."""
     Stats: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.StatsRequest, _retrieval_pb2.StatsResponse]  # type: ignore[assignment]
     """Document counts and distinct tags for the documents matching a filter."""
+    ListDocumentIds: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.ListDocumentIdsRequest, _retrieval_pb2.ListDocumentIdsResponse]  # type: ignore[assignment]
+    """The ids of the documents matching a filter, a page at a time in a stable order (by storage key),
+    so a caller can reconcile the index with its source of truth (MemoryService's Reindex does).
+    """
 
 class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -93,5 +101,15 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_retrieval_pb2.StatsResponse, _abc.Awaitable[_retrieval_pb2.StatsResponse]]:
         """Document counts and distinct tags for the documents matching a filter."""
+
+    @_abc_1.abstractmethod
+    def ListDocumentIds(
+        self,
+        request: _retrieval_pb2.ListDocumentIdsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieval_pb2.ListDocumentIdsResponse, _abc.Awaitable[_retrieval_pb2.ListDocumentIdsResponse]]:
+        """The ids of the documents matching a filter, a page at a time in a stable order (by storage key),
+        so a caller can reconcile the index with its source of truth (MemoryService's Reindex does).
+        """
 
 def add_RetrievalServiceServicer_to_server(servicer: RetrievalServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1975,7 +1975,11 @@ export const MemoryService: GenService<{
     output: typeof SearchMessagesResponseSchema;
   },
   /**
-   * Rebuilds RetrievalService's indexes from the store, streaming progress.
+   * Rebuilds RetrievalService's indexes from the store, streaming progress: every stored document
+   * is sent again, then what the index holds but the store no longer does is deleted, so a stream
+   * cancelled or cut off part-way leaves everything searchable (run it again to finish). One stream
+   * per tenant at a time (STRATA_MEMORY_REINDEX_STREAMS_PER_TENANT): more is RESOURCE_EXHAUSTED. A
+   * key revoked while the stream runs ends it with UNAUTHENTICATED.
    *
    * @generated from rpc strata.memory.v1.MemoryService.Reindex
    */

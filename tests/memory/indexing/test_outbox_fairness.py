@@ -1,0 +1,135 @@
+"""One tenant's backlog delays another tenant's fresh write by at most one batch (issue 14.5), and
+two workers on one store deliver each job once (issue 15.2).
+
+The store is a real SQLite file and the worker the real one. RetrievalService is replaced by a
+recorder that acknowledges at once: what is measured is the order and number of deliveries, which
+does not depend on how fast RetrievalService embeds (bench/outbox_fairness.py measures the wall-clock
+delay through real services).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
+from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.store import archives as archive_rows
+from strata_memory.store import index_jobs
+from strata_memory.store.database import Database
+from strata_memory.store.records import ArchiveRecord, PassageRecord
+
+BATCH = 64
+
+
+class Recorder:
+    """Acknowledges every upsert and remembers the documents in the order they were sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def upsert(self, documents: Sequence[rpb.Document]) -> None:
+        await asyncio.sleep(0)  # let another worker run between its claim and this delivery
+        self.sent.extend(document.id for document in documents)
+
+    async def delete(self, request: rpb.DeleteDocumentsRequest) -> None:
+        await asyncio.sleep(0)
+
+
+def _store(tmp_path: Path) -> Database:
+    db = Database(f"sqlite:///{tmp_path}/m.sqlite3")
+    db.migrate()
+    return db
+
+
+def _write(db: Database, tenant: str, count: int, start: int = 0) -> list[str]:
+    """Store ``count`` passages of ``tenant`` with their upsert jobs, as a write would."""
+    archive = f"archive-{tenant}"
+    passages = [
+        PassageRecord(f"passage-{tenant}-{i}", tenant, archive, f"fact {i}", created_us=i + 1)
+        for i in range(start, start + count)
+    ]
+    with db.writing() as conn:
+        if not start:
+            archive_rows.insert_archive(conn, ArchiveRecord(archive, tenant, "facts", "", 0))
+        archive_rows.insert_passages(conn, passages)
+        index_jobs.enqueue(conn, tenant, index_jobs.UPSERT, [p.id for p in passages])
+    return [p.id for p in passages]
+
+
+async def test_a_fresh_write_waits_behind_at_most_one_batch_of_another_tenants_backlog(
+    tmp_path: Path,
+) -> None:
+    db = _store(tmp_path)
+    recorder = Recorder()
+    worker = OutboxWorker(db, cast(RetrievalClient, recorder), policy=OutboxPolicy(batch_size=BATCH))
+    try:
+        _write(db, "noisy", 6_000)
+        await worker.deliver_once()
+        await worker.deliver_once()  # the noisy tenant's backlog is being worked off
+        before = len(recorder.sent)
+        [fresh] = _write(db, "quiet", 1)
+        while fresh not in recorder.sent:
+            assert await worker.deliver_once()
+        ahead = recorder.sent.index(fresh) - before
+        assert ahead <= BATCH - 1  # the bound fairness.py states: less than one batch
+        assert await db.read(index_jobs.pending) > 5_000  # while the backlog is still there
+    finally:
+        db.close()
+
+
+async def test_two_workers_on_one_store_send_each_document_once(tmp_path: Path) -> None:
+    db = _store(tmp_path)
+    recorder = Recorder()
+    workers = [
+        OutboxWorker(db, cast(RetrievalClient, recorder), policy=OutboxPolicy(batch_size=BATCH), name=f"w{i}")
+        for i in range(2)
+    ]
+    try:
+        written = _write(db, "t1", 500) + _write(db, "t2", 300)
+
+        async def drain(worker: OutboxWorker) -> None:
+            while await db.read(index_jobs.pending):
+                await worker.deliver_once()
+                await asyncio.sleep(0)
+
+        await asyncio.gather(*(drain(worker) for worker in workers))
+        assert sorted(recorder.sent) == sorted(written)  # each exactly once: 1.0 upserts per job
+    finally:
+        db.close()
+
+
+async def test_a_dead_workers_leases_expire_and_another_worker_takes_the_jobs_over(tmp_path: Path) -> None:
+    db = _store(tmp_path)
+    recorder = Recorder()
+    dead = OutboxWorker(
+        db, cast(RetrievalClient, recorder), policy=OutboxPolicy(lease_seconds=0.2), name="dead"
+    )
+    alive = OutboxWorker(db, cast(RetrievalClient, recorder), name="alive")
+    try:
+        written = _write(db, "t", 10)
+        assert len(await dead.claim()) == 10  # claimed, then the worker dies before delivering
+        assert await alive.deliver_once() == 0  # leased: not another worker's to deliver yet
+        await asyncio.sleep(0.3)
+        assert await alive.deliver_once() == 10
+        assert sorted(recorder.sent) == sorted(written)
+    finally:
+        db.close()
+
+
+async def test_a_documents_jobs_are_delivered_in_the_order_they_were_written(tmp_path: Path) -> None:
+    db = _store(tmp_path)
+    recorder = Recorder()
+    holder = OutboxWorker(db, cast(RetrievalClient, recorder), name="holder")
+    other = OutboxWorker(db, cast(RetrievalClient, recorder), name="other")
+    try:
+        [first] = _write(db, "t", 1)
+        assert [job.document_id for job in await holder.claim()] == [first]
+        with db.writing() as conn:  # a later job of the same document, while the first is leased
+            index_jobs.enqueue(conn, "t", index_jobs.UPSERT, [first])
+        assert await other.claim() == []  # it waits for the earlier job of its document
+    finally:
+        db.close()

@@ -25,10 +25,10 @@ from strata_memory.store import blocks as block_rows
 from strata_memory.store import files as file_rows
 from strata_memory.store import prompts as prompt_rows
 from strata_memory.store.database import Database
-from strata_memory.store.records import AgentRecord, FileRecord, Page, PromptRecord
+from strata_memory.store.prompts import PromptSnapshot
+from strata_memory.store.records import AgentRecord, FileRecord, PromptRecord, to_datetime
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ALL = Page(0, 1_000_000)
 
 Clock = Callable[[], datetime]
 
@@ -62,7 +62,7 @@ class Prompts:
         def work(conn: Connection) -> Recompiled:
             agent = agent_rows.get_agent(conn, tenant_id, agent_id, for_update=not dry_run)
             agent_rows.get_conversation(conn, agent_id, conversation_id)
-            previous = prompt_rows.get_prompt(conn, agent_id, conversation_id)
+            previous = _stored(conn, agent_id, conversation_id)
             fresh = self.compile(conn, agent, conversation_id)
             diff = unified_diff(previous.text if previous else "", fresh.text)
             if not dry_run:
@@ -88,13 +88,24 @@ class Prompts:
         return _prompt(agent, _snapshot(conn, agent), conversation_id, self._clock())
 
     def recompile_all(self, conn: Connection, agent: AgentRecord) -> None:
-        """Recompile and save the prompt of every conversation of the agent.
+        """Recompile the prompt of every conversation of the agent, at a cost that does not grow with
+        their number.
 
-        Memory is read and rendered once; conversations differ only in their metadata line.
+        Memory is read and rendered once and stored once, as a snapshot every conversation's prompt
+        row points at (a fixed number of statements); conversations differ only in their metadata
+        line, so each prompt's text is assembled from the snapshot when it is read.
         """
         snapshot, now = _snapshot(conn, agent), self._clock()
-        for conversation in agent_rows.list_conversations(conn, agent.id, _ALL):
-            prompt_rows.save_prompt(conn, _prompt(agent, snapshot, conversation.id, now))
+        stored = PromptSnapshot(
+            system=agent.system,
+            memory=snapshot.memory,
+            timezone=agent.timezone,
+            message_count=snapshot.message_count,
+            passage_count=snapshot.archival_count,
+            tags=tuple(snapshot.archival_tags),
+            compiled_us=_us(now),
+        )
+        prompt_rows.save_snapshot(conn, agent.id, stored)
 
     def after_memory_change(
         self, conn: Connection, tenant_id: str, agent_ids: Iterable[str], *, read: Iterable[AgentRecord] = ()
@@ -117,7 +128,7 @@ class Prompts:
     def _view(self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
         agent = agent_rows.get_agent(conn, tenant_id, agent_id)
         agent_rows.get_conversation(conn, agent_id, conversation_id)
-        stored = prompt_rows.get_prompt(conn, agent_id, conversation_id)
+        stored = _stored(conn, agent_id, conversation_id)
         current = self.compile(conn, agent, conversation_id)
         if stored is None:
             return PromptView(current, stale=True)
@@ -149,21 +160,42 @@ def _core_memory(conn: Connection, agent_id: str, mode: RenderMode) -> str:
     return compile_memory(blocks, directories(file_rows.agent_files(conn, agent_id)), mode)
 
 
+def _stored(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | None:
+    """The stored prompt of a conversation, its text assembled if its row points at a snapshot."""
+    found = prompt_rows.get_prompt(conn, agent_id, conversation_id)
+    if not isinstance(found, PromptSnapshot):
+        return found
+    snapshot = _Snapshot(found.memory, found.message_count, found.passage_count, list(found.tags))
+    moment = to_datetime(found.compiled_us)
+    record = _assemble(
+        agent_id, found.system, found.timezone, snapshot, conversation_id=conversation_id, now=moment
+    )
+    return dataclasses.replace(record, compiled_us=found.compiled_us)
+
+
 def _prompt(agent: AgentRecord, snapshot: _Snapshot, conversation_id: str, now: datetime) -> PromptRecord:
     """The system prompt text and its fingerprint (everything but the recompile timestamp)."""
+    return _assemble(
+        agent.id, agent.system, agent.timezone, snapshot, conversation_id=conversation_id, now=now
+    )
+
+
+def _assemble(
+    agent_id: str, system: str, timezone: str, snapshot: _Snapshot, *, conversation_id: str, now: datetime
+) -> PromptRecord:
     stats = MemoryStats(
-        agent_id=agent.id,
+        agent_id=agent_id,
         conversation_id=conversation_id,
         recompiled_at=now,
-        timezone=agent.timezone,
+        timezone=timezone,
         message_count=snapshot.message_count,
         archival_count=snapshot.archival_count,
         archival_tags=snapshot.archival_tags,
     )
-    text = assemble_system_prompt(agent.system, snapshot.memory, render_memory_metadata(stats))
+    text = assemble_system_prompt(system, snapshot.memory, render_memory_metadata(stats))
     timeless = dataclasses.replace(stats, recompiled_at=_EPOCH)
-    basis = assemble_system_prompt(agent.system, snapshot.memory, render_memory_metadata(timeless))
-    return PromptRecord(agent.id, conversation_id, text, hashlib.sha256(basis.encode()).hexdigest(), _us(now))
+    basis = assemble_system_prompt(system, snapshot.memory, render_memory_metadata(timeless))
+    return PromptRecord(agent_id, conversation_id, text, hashlib.sha256(basis.encode()).hexdigest(), _us(now))
 
 
 def directories(files: Iterable[FileRecord]) -> list[Directory]:

@@ -138,6 +138,7 @@ def delete_agent(conn: Connection, agent: AgentRecord) -> None:
     for table in (schema.messages, schema.files, schema.conversations, schema.agent_blocks):
         conn.execute(delete(table).where(table.c.agent_id == agent.id))
     conn.execute(delete(schema.system_prompts).where(schema.system_prompts.c.agent_id == agent.id))
+    conn.execute(delete(schema.prompt_snapshots).where(schema.prompt_snapshots.c.agent_id == agent.id))
     conn.execute(delete(schema.agents).where(schema.agents.c.id == agent.id))
     blocks.delete_if_orphaned(conn, block_ids)
 

@@ -1,10 +1,17 @@
-"""Compiled system prompts, one per agent and conversation."""
+"""Compiled system prompts, one per agent and conversation, and the snapshots they are built from.
+
+A prompt row holds its whole text (a single conversation's recompile), or points at a snapshot: the
+system text, rendered memory, counts and time one recompile of the agent read, stored once and shared
+by every conversation (an edit writes one snapshot, not one prompt per conversation). The text of a
+snapshot-backed prompt is assembled by the caller (``operations/prompts.py``).
+"""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, delete, func, insert, select
+from sqlalchemy import and_, bindparam, delete, func, insert, literal, not_, select, update
 from sqlalchemy.engine import Connection
 
 from strata_memory.store import schema
@@ -18,6 +25,48 @@ _WHERE = (
 _PROMPT = select(_prompts).where(*_WHERE)
 _DELETE_PROMPT = delete(_prompts).where(*_WHERE)
 _INSERT_PROMPT = insert(_prompts)
+_snapshots = schema.prompt_snapshots
+_SNAPSHOT = select(_snapshots).where(_snapshots.c.id == bindparam("snapshot_id"))
+_INSERT_SNAPSHOT = insert(_snapshots)
+_POINT_ALL = (
+    update(_prompts)
+    .where(_prompts.c.agent_id == bindparam("for_agent"))
+    .values(text="", fingerprint="", compiled_us=bindparam("at_us"), snapshot_id=bindparam("new_id"))
+)
+_conversations = schema.conversations
+# Conversations without a prompt row get one pointing at the snapshot (one statement for all).
+_POINT_MISSING = insert(_prompts).from_select(
+    ["agent_id", "conversation_id", "text", "fingerprint", "compiled_us", "snapshot_id"],
+    select(
+        _conversations.c.agent_id,
+        _conversations.c.id,
+        literal(""),
+        literal(""),
+        bindparam("at_us"),
+        bindparam("new_id"),
+    ).where(
+        _conversations.c.agent_id == bindparam("for_agent"),
+        not_(
+            select(_prompts.c.conversation_id)
+            .where(
+                and_(
+                    _prompts.c.agent_id == _conversations.c.agent_id,
+                    _prompts.c.conversation_id == _conversations.c.id,
+                )
+            )
+            .exists()
+        ),
+    ),
+)
+# Snapshots of the agent no prompt row points at any more.
+_DROP_UNUSED = delete(_snapshots).where(
+    _snapshots.c.agent_id == bindparam("for_agent"),
+    _snapshots.c.id.not_in(
+        select(_prompts.c.snapshot_id).where(
+            _prompts.c.agent_id == bindparam("for_agent"), _prompts.c.snapshot_id.is_not(None)
+        )
+    ),
+)
 
 # What <memory_metadata> counts, in one statement: the agent's messages and the passages of every
 # archive attached to it; the tags only when there are passages.
@@ -61,20 +110,77 @@ def memory_counts(conn: Connection, agent_id: str) -> MemoryCounts:
     return MemoryCounts(int(messages), int(passages), tags)
 
 
-def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | None:
+@dataclass(frozen=True, slots=True)
+class PromptSnapshot:
+    """What one recompile of an agent read: every conversation's prompt is assembled from it."""
+
+    system: str
+    memory: str
+    timezone: str
+    message_count: int
+    passage_count: int
+    tags: tuple[str, ...]
+    compiled_us: int
+
+
+def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | PromptSnapshot | None:
+    """The stored prompt: its text, or the snapshot to assemble it from; None if there is none."""
     params = {"agent_id": agent_id, "conversation_id": conversation_id}
     row = conn.execute(_PROMPT, params).mappings().first()
     if row is None:
         return None
+    if row["snapshot_id"] is not None:
+        found = conn.execute(_SNAPSHOT, {"snapshot_id": row["snapshot_id"]}).mappings().one()
+        return PromptSnapshot(
+            system=found["system"],
+            memory=found["memory"],
+            timezone=found["timezone"],
+            message_count=int(found["message_count"]),
+            passage_count=int(found["passage_count"]),
+            tags=tuple(str(tag) for tag in found["tags"]),
+            compiled_us=int(found["compiled_us"]),
+        )
     return PromptRecord(
         row["agent_id"], row["conversation_id"], row["text"], row["fingerprint"], row["compiled_us"]
     )
 
 
 def save_prompt(conn: Connection, prompt: PromptRecord) -> None:
+    """Store one conversation's prompt text (a snapshot it pointed at is dropped if now unused)."""
     where = {"agent_id": prompt.agent_id, "conversation_id": prompt.conversation_id}
     conn.execute(_DELETE_PROMPT, where)
     conn.execute(
         _INSERT_PROMPT,
-        {**where, "text": prompt.text, "fingerprint": prompt.fingerprint, "compiled_us": prompt.compiled_us},
+        {
+            **where,
+            "text": prompt.text,
+            "fingerprint": prompt.fingerprint,
+            "compiled_us": prompt.compiled_us,
+            "snapshot_id": None,
+        },
     )
+    conn.execute(_DROP_UNUSED, {"for_agent": prompt.agent_id})
+
+
+def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> None:
+    """Make ``snapshot`` the prompt of every conversation of the agent: four statements, whatever the
+    number of conversations (the memory is stored once)."""
+    new_id = f"snap-{uuid.uuid4()}"
+    conn.execute(
+        _INSERT_SNAPSHOT,
+        {
+            "id": new_id,
+            "agent_id": agent_id,
+            "system": snapshot.system,
+            "memory": snapshot.memory,
+            "timezone": snapshot.timezone,
+            "message_count": snapshot.message_count,
+            "passage_count": snapshot.passage_count,
+            "tags": list(snapshot.tags),
+            "compiled_us": snapshot.compiled_us,
+        },
+    )
+    params = {"for_agent": agent_id, "new_id": new_id, "at_us": snapshot.compiled_us}
+    conn.execute(_POINT_ALL, params)
+    conn.execute(_POINT_MISSING, params)
+    conn.execute(_DROP_UNUSED, {"for_agent": agent_id})

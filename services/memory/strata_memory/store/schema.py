@@ -98,6 +98,22 @@ system_prompts = Table(
     Column("text", Text, nullable=False),
     Column("fingerprint", String(64), nullable=False),
     Column("compiled_us", BigInteger, nullable=False),
+    Column("snapshot_id", String(64), nullable=True),
+    # Set: the text is assembled from that snapshot on read (``text`` and ``fingerprint`` are empty).
+)
+
+prompt_snapshots = Table(
+    "prompt_snapshots",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("agent_id", String(64), nullable=False, index=True),
+    Column("system", Text, nullable=False),
+    Column("memory", Text, nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("message_count", BigInteger, nullable=False),
+    Column("passage_count", BigInteger, nullable=False),
+    Column("tags", JSON, nullable=False),
+    Column("compiled_us", BigInteger, nullable=False),
 )
 
 files = Table(

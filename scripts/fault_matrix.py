@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.security import faults
+from tests.security import faults, hostile_faults
 from tests.security.conftest import ADMIN_KEY, bearer
 from tests.security.fuzz_targets import (
     ADMIN,
@@ -45,6 +45,17 @@ async def scenario_rows(root: Path, model_cache: Path) -> list[faults.Row]:
         await faults.store_refuses_writes(root / "e", "disk full"),
         await faults.concurrent_writers(root / "f", writers=64, etags=False),
         await faults.concurrent_writers(root / "g", writers=64, etags=True),
+        *await hostile_rows(root, model_cache),
+    ]
+
+
+async def hostile_rows(root: Path, model_cache: Path) -> list[faults.Row]:
+    """A hostile tenant: poison messages, a Reindex cancelled mid-stream, a 6,000-message flood."""
+    embedder = OnnxSentenceEmbedder.load(model_cache, threads=2, batch_size=16)
+    return [
+        await hostile_faults.poison_message(root / "h", embedder),
+        await hostile_faults.cancelled_reindex(root / "i", embedder),
+        await hostile_faults.tenant_flood(root / "j", embedder, noisy=6_000),
     ]
 
 

@@ -1,7 +1,8 @@
 """One tenant's backlog delays another tenant's fresh write by at most one batch (issue 14.5), and
 two workers on one store deliver each job once (issue 15.2).
 
-The store is a real SQLite file and the worker the real one. RetrievalService is replaced by a
+The store is real (a SQLite file, and a PostgreSQL schema when STRATA_TEST_POSTGRES_URL is set) and
+the worker the real one. RetrievalService is replaced by a
 recorder that acknowledges at once: what is measured is the order and number of deliveries, which
 does not depend on how fast RetrievalService embeds (bench/outbox_fairness.py measures the wall-clock
 delay through real services).
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 from typing import cast
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
@@ -21,6 +21,9 @@ from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from strata_memory.store.records import ArchiveRecord, PassageRecord
+from tests.store_backends import postgres_schema, store_url
+
+__all__ = ["postgres_schema", "store_url"]  # fixtures: each test runs on SQLite and on PostgreSQL
 
 BATCH = 64
 
@@ -39,8 +42,8 @@ class Recorder:
         await asyncio.sleep(0)
 
 
-def _store(tmp_path: Path) -> Database:
-    db = Database(f"sqlite:///{tmp_path}/m.sqlite3")
+def _store(url: str) -> Database:
+    db = Database(url)
     db.migrate()
     return db
 
@@ -61,9 +64,9 @@ def _write(db: Database, tenant: str, count: int, start: int = 0) -> list[str]:
 
 
 async def test_a_fresh_write_waits_behind_at_most_one_batch_of_another_tenants_backlog(
-    tmp_path: Path,
+    store_url: str,
 ) -> None:
-    db = _store(tmp_path)
+    db = _store(store_url)
     recorder = Recorder()
     worker = OutboxWorker(db, cast(RetrievalClient, recorder), policy=OutboxPolicy(batch_size=BATCH))
     try:
@@ -81,8 +84,8 @@ async def test_a_fresh_write_waits_behind_at_most_one_batch_of_another_tenants_b
         db.close()
 
 
-async def test_two_workers_on_one_store_send_each_document_once(tmp_path: Path) -> None:
-    db = _store(tmp_path)
+async def test_two_workers_on_one_store_send_each_document_once(store_url: str) -> None:
+    db = _store(store_url)
     recorder = Recorder()
     workers = [
         OutboxWorker(db, cast(RetrievalClient, recorder), policy=OutboxPolicy(batch_size=BATCH), name=f"w{i}")
@@ -102,8 +105,8 @@ async def test_two_workers_on_one_store_send_each_document_once(tmp_path: Path) 
         db.close()
 
 
-async def test_a_dead_workers_leases_expire_and_another_worker_takes_the_jobs_over(tmp_path: Path) -> None:
-    db = _store(tmp_path)
+async def test_a_dead_workers_leases_expire_and_another_worker_takes_the_jobs_over(store_url: str) -> None:
+    db = _store(store_url)
     recorder = Recorder()
     dead = OutboxWorker(
         db, cast(RetrievalClient, recorder), policy=OutboxPolicy(lease_seconds=0.2), name="dead"
@@ -120,8 +123,8 @@ async def test_a_dead_workers_leases_expire_and_another_worker_takes_the_jobs_ov
         db.close()
 
 
-async def test_a_documents_jobs_are_delivered_in_the_order_they_were_written(tmp_path: Path) -> None:
-    db = _store(tmp_path)
+async def test_a_documents_jobs_are_delivered_in_the_order_they_were_written(store_url: str) -> None:
+    db = _store(store_url)
     recorder = Recorder()
     holder = OutboxWorker(db, cast(RetrievalClient, recorder), name="holder")
     other = OutboxWorker(db, cast(RetrievalClient, recorder), name="other")

@@ -7,8 +7,9 @@ Config A: tracing and metrics off (the defaults). Config B: metrics on (its own 
 with every span recorded and handed to a batch processor whose exporter discards them (the cost of
 making spans, not of a collector). Each config is one child process holding a RetrievalService and a
 MemoryService (same code, same embedder). Rounds alternate which config goes first; each round runs
-``--calls`` sequential calls per operation on one channel. The machine is shared: read the paired
-ratios (median of per-round B/A of the p50s), not the absolute times.
+``--calls`` sequential calls per operation on one channel, timing each (p50) and reading the server
+process's CPU time around them (µs per call, from /proc). The machine is shared: read the paired
+ratios (median of per-round B/A), not the absolute figures; CPU per call is the steadier of the two.
 """
 
 from __future__ import annotations
@@ -114,8 +115,15 @@ def _seed(address: str) -> dict[str, str]:
     return {"agent_id": agent.id}
 
 
-def _round(address: str, seed: dict[str, str], calls: int) -> dict[str, float]:
-    """p50 (ms) of ``calls`` sequential calls of each operation."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (Linux ``/proc``): less sensitive than wall time
+    to other work on a shared machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _round(address: str, seed: dict[str, str], calls: int, pid: int) -> dict[str, float]:
+    """p50 (ms) of ``calls`` sequential calls of each operation, and the server's CPU µs per call."""
     with grpc.insecure_channel(address) as channel:
         health = health_pb2_grpc.HealthStub(channel).Check
         memory = memory_service_pb2_grpc.MemoryServiceStub(channel)
@@ -137,11 +145,13 @@ def _round(address: str, seed: dict[str, str], calls: int) -> dict[str, float]:
             for _ in range(10):
                 method(request, timeout=30)
             times = []
+            cpu_before = _cpu_seconds(pid)
             for _ in range(calls):
                 began = time.perf_counter()
                 method(request, timeout=30)
                 times.append((time.perf_counter() - began) * 1000)
             result[name] = statistics.median(times)
+            result[f"{name} cpu"] = (_cpu_seconds(pid) - cpu_before) / calls * 1e6
     return result
 
 
@@ -176,7 +186,12 @@ def main() -> None:
         rounds: list[dict[str, dict[str, float]]] = []
         for index in range(args.rounds):
             order = ("A", "B") if index % 2 == 0 else ("B", "A")
-            rounds.append({config: _round(addresses[config], seeds[config], args.calls) for config in order})
+            rounds.append(
+                {
+                    config: _round(addresses[config], seeds[config], args.calls, children[config].pid)
+                    for config in order
+                }
+            )
     finally:
         for child in children.values():
             assert child.stdin is not None
@@ -184,13 +199,21 @@ def main() -> None:
             child.stdin.flush()
             child.wait(timeout=60)
     report = {}
-    print(f"{'operation':<26} {'A p50 ms':>9} {'B p50 ms':>9} {'B/A (paired median)':>20}")
+    columns = ("A p50 ms", "B p50 ms", "B/A", "A cpu µs", "B cpu µs", "B/A")
+    print(f"{'operation':<26}", *(f"{column:>9}" for column in columns))
     for name in OPERATIONS:
-        a = statistics.median(r["A"][name] for r in rounds)
-        b = statistics.median(r["B"][name] for r in rounds)
-        ratio = statistics.median(r["B"][name] / r["A"][name] for r in rounds)
-        report[name] = {"a_p50_ms": round(a, 3), "b_p50_ms": round(b, 3), "paired_ratio": round(ratio, 3)}
-        print(f"{name:<26} {a:>9.3f} {b:>9.3f} {ratio:>20.3f}")
+        row: dict[str, float] = {}
+        for key, metric in ((name, "p50_ms"), (f"{name} cpu", "cpu_us_per_call")):
+            a = statistics.median(r["A"][key] for r in rounds)
+            b = statistics.median(r["B"][key] for r in rounds)
+            ratio = statistics.median(r["B"][key] / r["A"][key] for r in rounds if r["A"][key] > 0)
+            row |= {
+                f"a_{metric}": round(a, 3),
+                f"b_{metric}": round(b, 3),
+                f"{metric}_ratio": round(ratio, 3),
+            }
+        report[name] = row
+        print(f"{name:<26}", *(f"{value:>9.3f}" for value in row.values()))
     print(json.dumps({"rounds": args.rounds, "calls": args.calls, "results": report}))
 
 

@@ -8,7 +8,8 @@ The tenant of every call comes from its credentials: the API key's tenant when a
 ("authorization: Bearer <key>"; see docs/security.md), else metadata "x-strata-tenant" ("default"
 when absent). Lists are paginated: page_size defaults to 50, at most 1000;
 a negative page_size is INVALID_ARGUMENT. Conditional writes carry the etag read earlier; a stale
-one fails with ABORTED (reason ETAG_MISMATCH) and changes nothing.
+one, or another object's, fails with ABORTED (reason ETAG_MISMATCH) and changes nothing. No string
+field may hold U+0000 and no enum field an undefined number (INVALID_ARGUMENT, the field named).
 """
 
 from collections import abc as _abc

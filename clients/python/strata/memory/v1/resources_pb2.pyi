@@ -149,7 +149,9 @@ class Agent(_message.Message):
     tool_result_style: Global___ToolResultStyle.ValueType
     """Defaults to TOOL_RESULT_STYLE_FULL_VALUE."""
     etag: _builtins.str
-    """Output only. Changes on every update; send it back to make a conditional write."""
+    """Output only. Opaque: names this exact state of this agent (never valid for another agent); changes
+    on every update. Send it back to make a conditional write.
+    """
     @_builtins.property
     def block_labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Output only. Labels of the attached blocks, in render (attach) order."""
@@ -238,7 +240,9 @@ class Block(_message.Message):
     version: _builtins.int
     """Output only. Increments on every change."""
     etag: _builtins.str
-    """Output only. Send it back to make a conditional write."""
+    """Output only. Opaque: names this exact state of this block, never valid for another block nor for
+    a block re-created under the same label. Send it back to make a conditional write.
+    """
     @_builtins.property
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Never rendered into the prompt."""

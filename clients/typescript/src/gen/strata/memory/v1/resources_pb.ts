@@ -96,7 +96,8 @@ export type Agent = Message$1<"strata.memory.v1.Agent"> & {
   updateTime?: Timestamp | undefined;
 
   /**
-   * Output only. Changes on every update; send it back to make a conditional write.
+   * Output only. Opaque: names this exact state of this agent (never valid for another agent); changes
+   * on every update. Send it back to make a conditional write.
    *
    * @generated from field: string etag = 12;
    */
@@ -183,7 +184,8 @@ export type Block = Message$1<"strata.memory.v1.Block"> & {
   version: bigint;
 
   /**
-   * Output only. Send it back to make a conditional write.
+   * Output only. Opaque: names this exact state of this block, never valid for another block nor for
+   * a block re-created under the same label. Send it back to make a conditional write.
    *
    * @generated from field: string etag = 11;
    */

@@ -126,3 +126,25 @@ def test_scan_finds_block_files_and_reports_the_rest(tmp_path: Path) -> None:
         ("link.md", "symbolic links are not followed"),
         ("dir/c.txt", "not a .md file"),
     ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hu\u200bman",  # zero-width space
+        "notes\u202e",  # right-to-left override
+        "hum\u0430n",  # a Cyrillic a among Latin letters
+        "\uff48\uff55\uff4d\uff41\uff4e",  # fullwidth: not NFKC
+        "e\u0301",  # decomposed: not NFKC
+        "x\u3164",  # Hangul filler
+    ],
+    ids=lambda name: name.encode("unicode_escape").decode(),
+)
+def test_files_named_as_the_server_would_refuse_are_reported_not_pushed(tmp_path: Path, name: str) -> None:
+    """The server refuses these labels (invisible, bidi-control, non-NFKC, mixed-script look-alikes),
+    so a file named so is listed as ignored with the reason instead of failing a push."""
+    (tmp_path / f"{name}.md").write_text("---\ndescription: d\n---\nv")
+    (tmp_path / "заметки.md").write_text("---\ndescription: d\n---\nv")  # one script: fine
+    found, ignored = scan(tmp_path)
+    assert sorted(found) == ["заметки"]
+    assert [i.reason.split(":")[0] for i in ignored] == ["its name cannot be a block label"]

@@ -136,12 +136,37 @@ def label_problem(label: str) -> str | None:
     """Why the server would refuse ``label`` (its rules, checked before any call), or ``None``."""
     if len(label) > MAX_LABEL_LENGTH:
         return f"labels are at most {MAX_LABEL_LENGTH} characters"
-    for ch in label:
-        if ch.isspace() or unicodedata.category(ch) in {"Cc", "Cs"}:
-            return "labels may not contain whitespace or control characters"
-        if ch in "<>":
-            return "labels may not contain '<' or '>'"
+    problem = next(filter(None, map(_character_problem, label)), None)
+    if problem is not None:
+        return problem
+    if unicodedata.normalize("NFKC", label) != label:
+        return "labels must be in Unicode NFKC form (no fullwidth or decomposed look-alikes)"
+    for segment in label.split("/"):
+        if len({_script(ch) for ch in segment} & _CONFUSABLE_SCRIPTS) > 1:
+            return "labels may not mix Latin, Greek, Cyrillic, Armenian or Cherokee letters in one segment"
     return None
+
+
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800") | frozenset(
+    chr(c) for c in (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), *range(0x180B, 0x1810))
+)
+_CONFUSABLE_SCRIPTS = frozenset({"LATIN", "GREEK", "CYRILLIC", "ARMENIAN", "CHEROKEE"})
+"""The server's label rules (strata_memory.domain.budgets), mirrored: this package does not import
+the server's."""
+
+
+def _character_problem(ch: str) -> str | None:
+    if ch.isspace() or unicodedata.category(ch) in {"Cc", "Cs"}:
+        return "labels may not contain whitespace or control characters"
+    if ch in "<>":
+        return "labels may not contain '<' or '>'"
+    if unicodedata.category(ch) in {"Cf", "Co", "Cn"} or ch in _INVISIBLE_LETTERS:
+        return f"labels may not contain invisible or bidi-control characters (U+{ord(ch):04X})"
+    return None
+
+
+def _script(ch: str) -> str:
+    return unicodedata.name(ch, "").split(" ", 1)[0] if ch.isalpha() else ""
 
 
 def scan(root: Path) -> tuple[dict[str, Path], list[Ignored]]:

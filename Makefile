@@ -15,7 +15,7 @@ BUF         := $(CURDIR)/$(TS_DIR)/node_modules/.bin/buf
 
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: help install run run-memory run-retrieval test check lint format typecheck proto proto-check \
+.PHONY: help install run run-cluster run-memory run-retrieval test check lint format typecheck proto proto-check \
         client client-check coverage-branches mutation docs node buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
 
 help: ## list the targets
@@ -39,6 +39,9 @@ node: $(NODE_STAMP) ## npm ci in clients/typescript: buf, protoc-gen-es, the Typ
 
 run: install ## start RetrievalService (:50052) and MemoryService (:50051) on embedded defaults
 	$(PY) -m scripts.run_services
+
+run-cluster: install ## RetrievalService + MemoryService replicas on PostgreSQL (scripts/run_cluster.py; docs/deployment.md)
+	$(PY) -m scripts.run_cluster
 
 run-memory: install ## start MemoryService alone
 	$(PY) -m strata_memory.main

@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--target",
         default=os.environ.get(TARGET_ENV, DEFAULT_TARGET),
-        help=f"MemoryService address (env {TARGET_ENV}; default %(default)s)",
+        help=f"MemoryService address, or replicas balanced round robin as ipv4:HOST:PORT,HOST:PORT "
+        f"(env {TARGET_ENV}; default %(default)s)",
     )
     parser.add_argument(
         "--tenant",

@@ -35,6 +35,8 @@ class AsyncClientBase:
     (:func:`strata.client.arguments.tls_credentials`). ``api_key`` is sent as ``authorization:
     Bearer …`` (``STRATA_API_KEY`` from the environment when ``None``); with a tenant key the tenant
     is the key's, so ``tenant`` may be left out.
+    ``target`` may name several replicas (``ipv4:127.0.0.1:50061,127.0.0.1:50062``): calls are spread
+    over them round robin, each while its health check says SERVING (:mod:`strata.client.channel_policy`).
     The channel opens at construction (with asyncio: create the client in the loop that uses it).
     """
 
@@ -54,7 +56,8 @@ class AsyncClientBase:
         self._metadata = call_metadata(tenant, api_key or os.environ.get(API_KEY_ENV) or None)
         if not any(name == RECEIVE_ANY_SIZE[0] for name, _ in options):
             options = [RECEIVE_ANY_SIZE, *options]
-        options = channel_options(strata_retryable(), options)  # keepalive, retry of UNAVAILABLE
+        # keepalive, retry of UNAVAILABLE, calls round robin over the replicas the target names
+        options = channel_options(strata_retryable(), options, balance_on_health="")
         if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=list(options))
         else:

@@ -115,7 +115,8 @@ async def stored_lines(stub: Stub, agent_id: str) -> tuple[list[str], int, int]:
     ref = pb.BlockRef(agent_id=agent_id, label="human")
     block = await stub.GetBlock(api.GetBlockRequest(block=ref))
     history = await stub.ListBlockVersions(api.ListBlockVersionsRequest(block=ref, page_size=1000))
-    return block.value.split("\n")[1:], block.version, len(history.versions)
+    lines = [line for line in block.value.split("\n") if line]
+    return lines, block.version, len(history.versions)
 
 
 @pytest.mark.parametrize("with_etag", [False, True], ids=["no-etag", "etag"])

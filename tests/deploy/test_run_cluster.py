@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +51,7 @@ def cluster(postgres_schema: str, tmp_path: Path) -> Iterator[tuple[subprocess.P
         stderr=subprocess.PIPE,
         text=True,
     )
+    drain = threading.Thread(target=lambda: launcher.stderr and launcher.stderr.read(), daemon=True)
     try:
         assert launcher.stderr is not None
         for line in launcher.stderr:  # the services log here too; the launcher's own lines start "strata:"
@@ -57,11 +59,16 @@ def cluster(postgres_schema: str, tmp_path: Path) -> Iterator[tuple[subprocess.P
                 break
         else:
             pytest.fail(f"the launcher exited ({launcher.wait()}) before the cluster was ready")
+        drain.start()  # reads the rest, so the pipe never fills
         yield launcher, "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in memory)
     finally:
         if launcher.poll() is None:
             launcher.send_signal(signal.SIGKILL)
             launcher.wait()
+        if drain.is_alive():
+            drain.join(timeout=30)  # the launcher is gone: its pipe is at end of file
+        if launcher.stderr is not None:
+            launcher.stderr.close()
 
 
 @pytest.mark.slow

@@ -8,6 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strata_memory.indexing.fairness import fair_shares
+from strata_memory.indexing.outbox import smallest_share_first
+from strata_memory.store.records import IndexJob
 
 
 def test_one_tenants_backlog_leaves_room_for_every_other_tenant_in_the_same_batch() -> None:
@@ -68,3 +70,8 @@ def test_every_waiting_tenant_is_served_within_ceil_tenants_over_budget_batches(
         served |= set(shares.per_tenant)
         resume = shares.resume_after
     assert served == set(backlogs)
+
+
+def test_a_batch_sends_the_smallest_shares_first_and_keeps_each_tenants_order() -> None:
+    jobs = [IndexJob(i, tenant, "upsert", f"passage-{i}", 0) for i, tenant in enumerate("aaabcbd")]
+    assert [job.id for job in smallest_share_first(jobs)] == [4, 6, 3, 5, 0, 1, 2]

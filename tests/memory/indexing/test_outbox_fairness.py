@@ -79,6 +79,7 @@ async def test_a_fresh_write_waits_behind_at_most_one_batch_of_another_tenants_b
             assert await worker.deliver_once()
         ahead = recorder.sent.index(fresh) - before
         assert ahead <= BATCH - 1  # the bound fairness.py states: less than one batch
+        assert ahead == 0  # and the smaller share of the batch is sent first
         assert await db.read(index_jobs.pending) > 5_000  # while the backlog is still there
     finally:
         db.close()

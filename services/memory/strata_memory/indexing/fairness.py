@@ -8,7 +8,9 @@ tests): with T tenants waiting, every tenant gets at least ``min(its backlog, bu
 each batch, and when T exceeds the budget every tenant is dealt a slot within ``ceil(T / budget)``
 batches. So a tenant's fresh job waits behind at most one batch of anyone else's backlog
 (``budget - 1`` jobs ahead of it) as long as it has fewer than ``budget // T`` jobs waiting itself,
-however long the other backlogs are.
+however long the other backlogs are; the worker sends the tenants with the smallest share of a batch
+first (``outbox.smallest_share_first``), so in practice it waits only for the batch already in flight
+when it was written.
 """
 
 from __future__ import annotations

@@ -62,6 +62,17 @@ class OutboxPolicy:
     """How long a claimed job stays with this worker before another may take it over."""
 
 
+def smallest_share_first(jobs: Sequence[IndexJob]) -> list[IndexJob]:
+    """The batch's jobs grouped by tenant, tenants with fewer jobs in it first, each tenant's jobs in
+    the order they were claimed: a fresh write dealt one slot beside another tenant's full share is
+    sent before that share, not after it."""
+    by_tenant: dict[str, list[IndexJob]] = {}
+    for job in jobs:
+        by_tenant.setdefault(job.tenant_id, []).append(job)
+    order = sorted(by_tenant, key=lambda tenant: len(by_tenant[tenant]))
+    return [job for tenant in order for job in by_tenant[tenant]]
+
+
 class OutboxWorker:
     def __init__(
         self,
@@ -141,7 +152,7 @@ class OutboxWorker:
 
     async def deliver_once(self) -> int:
         """Claim and deliver one batch; returns how many jobs were settled (delivered or parked)."""
-        jobs = await self.claim()
+        jobs = smallest_share_first(await self.claim())
         settled = 0
         for (tenant_id, action), run in itertools.groupby(jobs, key=lambda job: (job.tenant_id, job.action)):
             batch = list(run)

@@ -1,4 +1,5 @@
-"""A real RetrievalService on port 0 (real embedder, Edge shard and Tantivy in a temp dir) and a stub."""
+"""A real RetrievalService on port 0 (real embedder; Edge shard and Tantivy in a temp dir, or the server
+engine over qdrant-client's local mode) and a stub."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
+
+ENGINES: dict[str, dict[str, Any]] = {
+    "embedded": {},  # the default: Qdrant's engine in-process and Tantivy, under data_dir
+    "server": {"vector_backend": "server", "qdrant_url": ":memory:"},  # both legs in one collection
+}
+"""Settings of each engine the behaviour suite runs over. The server engine runs on qdrant-client's
+local mode here (no Qdrant server can be installed on this machine); it speaks the server's API."""
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TENANT = "tenant-1"

@@ -1,4 +1,5 @@
-"""RetrievalEngine with the real embedder over either vector backend: fusion, depths, maintenance."""
+"""RetrievalEngine with the real embedder over each engine (Edge + Tantivy, qdrant-client + Tantivy, and
+the server engine: both legs in one Qdrant collection): fusion, depths, maintenance."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import pytest
 from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.legs import JointSearch, TextIndex
+from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 FACTS = [
@@ -41,16 +45,20 @@ def documents() -> list[Document]:
     ]
 
 
-@pytest.fixture(params=["edge", "qdrant_local"])
+@pytest.fixture(params=["edge", "qdrant_local", "server_local"])
 def engine(
     request: pytest.FixtureRequest, tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> Iterator[RetrievalEngine]:
-    vectors: VectorIndex = (
-        EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
-        if request.param == "edge"
-        else QdrantCollectionIndex(":memory:", embedder.dimension)
-    )
-    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    vectors: VectorIndex
+    text: TextIndex = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    if request.param == "edge":
+        vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
+    elif request.param == "qdrant_local":
+        vectors = QdrantCollectionIndex(":memory:", embedder.dimension)
+    else:
+        text.close()
+        server = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+        vectors, text = server, SparseTextLeg(server)
     retrieval = RetrievalEngine(embedder, vectors, text, EngineConfig(hnsw_build_threshold=1))
     retrieval.upsert(documents())
     yield retrieval
@@ -100,8 +108,10 @@ def test_a_failing_text_leg_fails_the_hybrid_search_and_the_next_one_succeeds(
     def broken(*_: object) -> list[object]:
         raise OSError("text index unreadable")
 
+    # The server engine runs both legs in one request: break that request.
+    target: object = engine._vectors if isinstance(engine._vectors, JointSearch) else engine._text
     with monkeypatch.context() as patch:
-        patch.setattr(engine._text, "search", broken)
+        patch.setattr(target, "search_legs" if target is engine._vectors else "search", broken)
         with pytest.raises(OSError, match="text index unreadable"):
             search(engine, "glucose", SearchMode.HYBRID)
     assert search(engine, "which hormone reduces blood glucose", SearchMode.HYBRID)[0] == "f2"

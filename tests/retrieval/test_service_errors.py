@@ -18,16 +18,26 @@ from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.limits import Limits
 from strata_retrieval.manifest import MANIFEST_NAME
 from strata_serving.status import bad_request_from, error_info_from
-from tests.retrieval.service_fixtures import MEMORIES, TENANT, Service, ids, passage, running_service, search
+from tests.retrieval.service_fixtures import (
+    ENGINES,
+    MEMORIES,
+    TENANT,
+    Service,
+    ids,
+    passage,
+    running_service,
+    search,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=sorted(ENGINES))
 async def service(
-    tmp_path_factory: pytest.TempPathFactory, embedder: OnnxSentenceEmbedder
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder: OnnxSentenceEmbedder
 ) -> AsyncIterator[Service]:
-    async with running_service(tmp_path_factory.mktemp("errors") / "data", embedder) as running:
+    data_dir = tmp_path_factory.mktemp("errors") / "data"
+    async with running_service(data_dir, embedder, **ENGINES[request.param]) as running:
         await running.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
         yield running
 

@@ -13,16 +13,26 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.retrieval.service_fixtures import MEMORIES, TENANT, Service, at, ids, running_service, search
+from tests.retrieval.service_fixtures import (
+    ENGINES,
+    MEMORIES,
+    TENANT,
+    Service,
+    at,
+    ids,
+    running_service,
+    search,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=sorted(ENGINES))
 async def service(
-    tmp_path_factory: pytest.TempPathFactory, embedder: OnnxSentenceEmbedder
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, embedder: OnnxSentenceEmbedder
 ) -> AsyncIterator[Service]:
-    async with running_service(tmp_path_factory.mktemp("search") / "data", embedder) as running:
+    data_dir = tmp_path_factory.mktemp("search") / "data"
+    async with running_service(data_dir, embedder, **ENGINES[request.param]) as running:
         response = await running.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
         assert response.upserted_count == len(MEMORIES)
         yield running

@@ -8,6 +8,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -18,23 +19,42 @@ from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.main import RetrievalApp
+from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.settings import RetrievalSettings
-from tests.retrieval.service_fixtures import MEMORIES, TENANT, Service, ids, passage, running_service, search
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
+from tests.retrieval.service_fixtures import (
+    ENGINES,
+    MEMORIES,
+    TENANT,
+    Service,
+    ids,
+    passage,
+    running_service,
+    search,
+)
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def engine(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The settings selecting one engine of the behaviour suite."""
+    return ENGINES[str(request.param)]
 
 
 @pytest.fixture
-async def service(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterator[Service]:
-    async with running_service(tmp_path / "data", embedder) as running:
+async def service(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, engine: dict[str, Any]
+) -> AsyncIterator[Service]:
+    async with running_service(tmp_path / "data", embedder, **engine) as running:
         await running.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
         yield running
 
 
 async def test_a_filtered_search_returns_top_k_when_enough_documents_match(
-    tmp_path: Path, embedder: OnnxSentenceEmbedder
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, engine: dict[str, Any]
 ) -> None:
     noise = [passage(f"n{i}", f"green tea fact number {i}", minutes=i) for i in range(40)]
     rare = [passage(f"r{i}", f"an unrelated note about taxes {i}", tags=("rare",)) for i in range(5)]
-    async with running_service(tmp_path / "data", embedder) as running:
+    async with running_service(tmp_path / "data", embedder, **engine) as running:
         await running.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=noise + rare))
         for mode in (pb.SEARCH_MODE_VECTOR, pb.SEARCH_MODE_HYBRID):
             found = await ids(
@@ -86,10 +106,14 @@ async def test_delete_by_filter_removes_the_scope_only(service: Service) -> None
     }
 
 
-async def test_writes_survive_a_restart(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
-    async with running_service(tmp_path / "data", embedder) as first:
+async def test_writes_survive_a_restart(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, engine: dict[str, Any]
+) -> None:
+    if engine.get("qdrant_url") == ":memory:":  # the collection must outlive the process: local mode on disk
+        engine = {**engine, "qdrant_url": str(tmp_path / "qdrant")}
+    async with running_service(tmp_path / "data", embedder, **engine) as first:
         await first.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES[:2]))
-    async with running_service(tmp_path / "data", embedder) as second:
+    async with running_service(tmp_path / "data", embedder, **engine) as second:
         assert await ids(second, search("cat", pb.SEARCH_MODE_HYBRID, top_k=1)) == ["p-cat"]
 
 
@@ -165,3 +189,38 @@ async def test_the_qdrant_backend_setting_serves_the_same_contract(
         assert await ids(qdrant, search("", top_k=2, roles=["user"])) == ["m-3", "m-1"]
         stats = await qdrant.stub.Stats(pb.StatsRequest(filter=pb.DocumentFilter(tenant_id=TENANT)))
         assert (stats.document_count, stats.passage_count) == (8, 5)
+
+
+async def test_the_server_engine_keeps_nothing_on_local_disk(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    data_dir = tmp_path / "data"
+    async with running_service(data_dir, embedder, **ENGINES["server"]) as server:
+        await server.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
+        cat_query = search("what is the name of my cat", top_k=3, kinds=[pb.DOCUMENT_KIND_PASSAGE])
+        hits = (await server.stub.Search(cat_query)).hits
+        assert hits[0].document.id == "p-cat"
+        assert (hits[0].vector_rank, hits[0].fts_rank) != (0, 0)
+        await server.stub.DeleteDocuments(
+            pb.DeleteDocumentsRequest(ids=pb.DocumentIds(tenant_id=TENANT, ids=["p-cat"]))
+        )
+        assert "p-cat" not in await ids(server, search("Miso the cat", pb.SEARCH_MODE_FTS))
+    assert not data_dir.exists()  # no manifest, no shard, no text index: all of it is in the collection
+
+
+async def test_the_server_engine_refuses_a_collection_built_with_another_model(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    url = str(tmp_path / "qdrant")  # local mode on disk stands in for the shared server
+    QdrantServerIndex(url, IndexManifest("bge-small-en", embedder.dimension)).close()
+    settings: dict[str, Any] = {"vector_backend": "server", "qdrant_url": url}
+    async with running_service(tmp_path / "data", embedder, **settings) as refusing:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await refusing.stub.Search(search("tea"))
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "bge-small-en" in (caught.value.details() or "")
+    async with running_service(
+        tmp_path / "data", embedder, **settings, rebuild_on_model_change=True
+    ) as rebuilt:
+        await rebuilt.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES[:2]))
+        assert await ids(rebuilt, search("cat", pb.SEARCH_MODE_FTS)) == ["p-cat"]

@@ -1,4 +1,5 @@
-"""One behaviour suite for both VectorIndex implementations: Qdrant Edge and qdrant-client (local mode)."""
+"""One behaviour suite for every VectorIndex implementation: Qdrant Edge, qdrant-client (local mode),
+and the server engine's collection (dense and BM25 sparse vectors; local mode)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import qdrant_edge as qe
 
 from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, TagMatch
 from strata_retrieval.embedding.protocol import Vectors
+from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.payload import VECTOR_NAME
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
 
 DIM = 16
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -65,6 +68,7 @@ Factory = Callable[[Path], VectorIndex]
 BACKENDS: dict[str, Factory] = {
     "edge": lambda path: EdgeShardIndex(path / "shard", DIM),
     "qdrant_local": lambda path: QdrantCollectionIndex(":memory:", DIM),
+    "server_local": lambda path: QdrantServerIndex(":memory:", IndexManifest("test-model", DIM)),
 }
 
 

@@ -10,7 +10,9 @@ Search modes:
 * ``VECTOR`` ranks by cosine similarity of the embedded query (top_k candidates);
 * ``FTS`` ranks by BM25 over the stemmed text (top_k candidates);
 * ``HYBRID`` over-fetches each leg (``vector_depth`` / ``fts_depth``, default max(4 * top_k, 50))
-  and fuses them with :func:`strata_retrieval.fusion.rrf`.
+  and fuses them with :func:`strata_retrieval.fusion.rrf`. When the vector index also holds the text
+  leg (:class:`~strata_retrieval.legs.JointSearch`, the Qdrant server engine) both legs go in one
+  request; otherwise the text leg runs on a thread beside the vector leg.
 
 Every leg applies the filter inside its query, so a search returns ``top_k`` hits whenever that
 many documents match. A query with no text (blank) lists the newest matching documents instead.
@@ -42,8 +44,9 @@ from strata_retrieval.documents import (
 )
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.fusion import Fused, rrf
+from strata_retrieval.legs import JointSearch, TextIndex
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
-from strata_retrieval.text_index import TantivyTextIndex, query_words
+from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_serving import tracing
 from strata_serving.errors import InvalidArgument
@@ -67,7 +70,7 @@ class RetrievalEngine:
         self,
         embedder: Embedder,
         vectors: VectorIndex,
-        text: TantivyTextIndex,
+        text: TextIndex,
         config: EngineConfig,
         *,
         disk: DiskGuard | None = None,
@@ -178,6 +181,12 @@ class RetrievalEngine:
         ]
         return tuple(hits[:top_k])
 
+    def candidates(self, query: SearchQuery) -> dict[str, list[ScoredKey]]:
+        """Each leg's candidates for ``query`` before fusion (keys, best first), exactly as a search
+        runs them; a benchmark can fuse one set under several weightings without searching again."""
+        check_search(query, self.limits)
+        return self._run_legs(query)
+
     def _run_legs(self, query: SearchQuery) -> dict[str, list[ScoredKey]]:
         """Each leg's candidates. In hybrid mode the text leg runs on a thread of its own while this
         one embeds the query and searches the vectors: onnxruntime and Tantivy release the GIL, so
@@ -187,9 +196,17 @@ class RetrievalEngine:
         if query.mode is SearchMode.VECTOR:
             return {VECTOR: self._vector_leg(query.text, query.filter, query.top_k)}
         depth = default_depth(query.top_k)
+        vector_depth, fts_depth = query.vector_depth or depth, query.fts_depth or depth
+        if isinstance(self._vectors, JointSearch):  # both legs in one request to one collection
+            with tracing.span("search.joint_legs", depth=max(vector_depth, fts_depth)):
+                embedded = self.embedder.embed_query(query.text)
+                vector, fts = self._vectors.search_legs(
+                    embedded, query.text, query.filter, vector_depth, fts_depth
+                )
+            return {VECTOR: vector, FTS: fts}
         fts_leg = tracing.in_context(self._fts_leg)
-        text = self._text_legs.submit(fts_leg, query.text, query.filter, query.fts_depth or depth)
-        vector = self._vector_leg(query.text, query.filter, query.vector_depth or depth)
+        text = self._text_legs.submit(fts_leg, query.text, query.filter, fts_depth)
+        vector = self._vector_leg(query.text, query.filter, vector_depth)
         return {VECTOR: vector, FTS: text.result()}
 
     def _vector_leg(self, text: str, flt: DocumentFilter, depth: int) -> list[ScoredKey]:

@@ -32,6 +32,7 @@ from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
+from strata_retrieval.vectors.qdrant_server import Bm25Params, QdrantServerIndex, SparseTextLeg
 from strata_serving.auth import AccessPolicy, AuthInterceptor, Principal, PrincipalKind, StaticKey, StaticKeys
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
@@ -62,12 +63,15 @@ def load_embedder(settings: RetrievalSettings) -> Embedder:
 
 
 def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEngine:
-    """Open (or create) the indexes under ``settings.data_dir`` for ``embedder``'s model.
+    """Open (or create) the indexes under ``settings.data_dir`` for ``embedder``'s model (for the
+    server engine: the Qdrant collection, :func:`open_server_engine`).
 
     Raises :class:`EmbeddingModelMismatch` when the data directory belongs to another model, unless
     ``rebuild_on_model_change`` is set, in which case the old indexes are deleted first; raises
     :class:`IndexDiskFull` when new indexes would be created on a disk without the free reserve.
     """
+    if settings.vector_backend is VectorBackend.SERVER:
+        return open_server_engine(settings, embedder)
     disk = DiskGuard(settings.data_dir, settings.min_free_disk_bytes)
     if not (settings.data_dir / "vectors").exists():
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -91,16 +95,36 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
             collection=settings.qdrant_collection,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
         )
-    config = EngineConfig(
+    text = TantivyTextIndex(settings.data_dir / "text")
+    engine = RetrievalEngine(embedder, vectors, text, engine_config(settings), disk=disk)
+    engine.maintain()
+    return engine
+
+
+def engine_config(settings: RetrievalSettings) -> EngineConfig:
+    return EngineConfig(
         default_weights=settings.default_weights,
         limits=settings.limits,
         hnsw_build_threshold=settings.hnsw_build_threshold,
         search_threads=settings.workers,
     )
-    text = TantivyTextIndex(settings.data_dir / "text")
-    engine = RetrievalEngine(embedder, vectors, text, config, disk=disk)
-    engine.maintain()
-    return engine
+
+
+def open_server_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEngine:
+    """Both legs in the Qdrant collection ``settings.qdrant_collection``; nothing on local disk.
+
+    Raises :class:`EmbeddingModelMismatch` when the collection was built with another model or other
+    BM25 parameters, unless ``rebuild_on_model_change`` is set (the collection is then recreated)."""
+    api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+    index = QdrantServerIndex(
+        settings.qdrant_url,
+        IndexManifest(embedding_model=embedder.name, embedding_dimension=embedder.dimension),
+        collection=settings.qdrant_collection,
+        api_key=api_key,
+        bm25=Bm25Params(avg_len=settings.bm25_avg_len),
+        rebuild_on_change=settings.rebuild_on_model_change,
+    )
+    return RetrievalEngine(embedder, index, SparseTextLeg(index), engine_config(settings))
 
 
 class RetrievalApp:

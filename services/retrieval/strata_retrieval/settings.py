@@ -16,7 +16,12 @@ from strata_serving.settings import ServingSettings
 
 class VectorBackend(StrEnum):
     EDGE = "edge"  # Qdrant's engine in-process (qdrant-edge-py), a shard under data_dir
-    QDRANT = "qdrant"  # a Qdrant server at qdrant_url (":memory:" selects qdrant-client's local mode)
+    QDRANT = (
+        "qdrant"  # dense vectors in a Qdrant collection at qdrant_url, full text in Tantivy under data_dir
+    )
+    # The server engine: both legs in one Qdrant collection at qdrant_url (dense + BM25 sparse vectors
+    # with the IDF modifier), nothing on local disk, so any number of replicas can share it.
+    SERVER = "server"
 
 
 class RetrievalSettings(ServingSettings):
@@ -32,6 +37,12 @@ class RetrievalSettings(ServingSettings):
     qdrant_collection: str = "strata_documents"
     qdrant_api_key: SecretStr | None = Field(
         default=None, description="the Qdrant server's API key, if it has one"
+    )
+    bm25_avg_len: float = Field(
+        default=256.0,
+        gt=0,
+        description="server engine: BM25's expected document length in tokens (Qdrant's default); "
+        "pinned in the collection, so changing it needs a rebuild",
     )
     embedder_precision: Precision | None = Field(
         default=None,

@@ -1,8 +1,9 @@
 """The vector store on a Qdrant server, through ``qdrant-client`` (one collection per service).
 
-``url`` points at a Qdrant server; ``":memory:"`` selects qdrant-client's local mode, which speaks
-the same API and is what the shared behaviour tests use. The server builds its HNSW graphs itself,
-so :meth:`optimize` has nothing to do. Local mode searches exactly, so it gets no search params.
+``url`` points at a Qdrant server (``http(s)://``); ``":memory:"`` or a folder selects
+qdrant-client's local mode, which speaks the same API and is what the shared behaviour tests use.
+The server builds its HNSW graphs itself, so :meth:`optimize` has nothing to do. Local mode
+searches exactly, so it gets no search params.
 Writes use ``wait=True``: they return once searchable.
 """
 
@@ -41,6 +42,13 @@ def _client_condition(condition: Condition) -> models.FieldCondition:
             return models.FieldCondition(key=key, range=models.Range(gte=low, lte=high))
 
 
+def _client(url: str, api_key: str | None) -> QdrantClient:
+    """A client for a server (``http(s)://``), or local mode in memory (``:memory:``) or in a folder."""
+    if url.startswith(("http://", "https://")):
+        return QdrantClient(url=url, api_key=api_key)
+    return QdrantClient(location=":memory:") if url == ":memory:" else QdrantClient(path=url)
+
+
 def client_filter(flt: DocumentFilter) -> models.Filter:
     return models.Filter(must=[_client_condition(condition) for condition in filter_conditions(flt)])
 
@@ -51,10 +59,8 @@ class QdrantCollectionIndex:
     def __init__(
         self, url: str, dimension: int, *, collection: str = "strata_documents", api_key: str | None = None
     ) -> None:
-        self._local = url == ":memory:"
-        self._client = (
-            QdrantClient(location=":memory:") if self._local else QdrantClient(url=url, api_key=api_key)
-        )
+        self._local = not url.startswith(("http://", "https://"))
+        self._client = _client(url, api_key)
         self._collection = collection
         if not self._client.collection_exists(collection):
             self._create(dimension)
@@ -62,10 +68,18 @@ class QdrantCollectionIndex:
     def _create(self, dimension: int) -> None:
         vectors = {VECTOR_NAME: models.VectorParams(size=dimension, distance=models.Distance.COSINE)}
         self._client.create_collection(self._collection, vectors_config=vectors)
+        self._create_payload_indexes()
+
+    def _create_payload_indexes(self) -> None:
+        """A keyword index per filter field (the tenant's optimised for per-tenant search, ``is_tenant``)
+        and an integer range index on the creation time."""
         if self._local:
             return  # local mode ignores payload indexes (and warns about each one)
         for name in KEYWORD_FIELDS:
-            self._client.create_payload_index(self._collection, name, models.PayloadSchemaType.KEYWORD)
+            schema = models.KeywordIndexParams(
+                type=models.KeywordIndexType.KEYWORD, is_tenant=name == "tenant_id"
+            )
+            self._client.create_payload_index(self._collection, name, schema)
         time_index = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
         self._client.create_payload_index(self._collection, TIME_FIELD, time_index)
 

@@ -1,0 +1,42 @@
+"""What the engine needs from a full-text leg, and from an index that runs both legs in one request.
+
+Two text legs exist: Tantivy on local disk (:class:`~strata_retrieval.text_index.TantivyTextIndex`,
+the embedded default) and Qdrant sparse vectors in the same collection as the dense ones
+(:class:`~strata_retrieval.vectors.qdrant_server.SparseTextLeg`, the server engine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
+from strata_retrieval.embedding.protocol import Vectors
+
+
+class TextIndex(Protocol):
+    def upsert(self, documents: Sequence[Document]) -> None:
+        """Index each document's text, replacing any by the same key; searchable on return."""
+        ...
+
+    def delete(self, keys: Sequence[str]) -> None:
+        """Remove these keys; absent keys are ignored."""
+        ...
+
+    def search(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
+        """Up to ``limit`` keys matching ``flt``, by BM25 of user ``text`` (never query syntax),
+        best first; [] when ``text`` holds no searchable word."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class JointSearch(Protocol):
+    """A vector index that also holds the text leg, and can run both legs in one request."""
+
+    def search_legs(
+        self, vector: Vectors, text: str, flt: DocumentFilter, vector_limit: int, text_limit: int
+    ) -> tuple[list[ScoredKey], list[ScoredKey]]:
+        """The dense leg's and the text leg's candidates, each filtered by ``flt`` inside its query."""
+        ...

@@ -3,12 +3,12 @@ RetrievalService's Search a child of MemoryService's call, and the search legs c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from strata.memory.v1 import memory_service_pb2 as api
@@ -18,18 +18,31 @@ from tests.system.conftest import MemoryStub
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
-_exporter = InMemorySpanExporter()
+
+
+class _WhileTesting(InMemorySpanExporter):
+    """Keeps spans only while a test of this module runs (the provider stays for the whole process)."""
+
+    active = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return super().export(spans) if self.active else SpanExportResult.SUCCESS
+
+
+_exporter = _WhileTesting()
 
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
     """The process's tracer provider records into memory (installed once: OpenTelemetry allows one)."""
-    if not isinstance(trace.get_tracer_provider(), type(tracer_provider("x"))):
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
         provider = tracer_provider("strata-test")
         provider.add_span_processor(SimpleSpanProcessor(_exporter))
         trace.set_tracer_provider(provider)
     _exporter.clear()
+    _exporter.active = True
     yield _exporter
+    _exporter.active = False
     _exporter.clear()
 
 

@@ -100,3 +100,4 @@ async def test_both_endpoints_count_real_traffic(measured: Measured) -> None:
     assert moved(r0, r1, "strata_embedding_duration_seconds_count", kind="query") == 2
     assert moved(r0, r1, "strata_embedded_texts_total", kind="document") >= 3
     assert ("strata_vectors_unindexed", ()) in r1
+    assert _value(r1, "strata_index_documents", tenant="default") == 3

@@ -82,6 +82,7 @@ class RetrievalEngine:
         self._text = text
         self._config = config
         self._write_lock = threading.Lock()
+        self._tenants_written: set[str] = set()  # for metrics: tenants this process has indexed for
         self._text_legs = ThreadPoolExecutor(config.search_threads, thread_name_prefix="text-leg")
 
     @property
@@ -102,6 +103,7 @@ class RetrievalEngine:
             self._check_disk(texts)
             self._write("the vector index", self._vectors.upsert, documents, vectors)
             self._write("the text index", self._text.upsert, documents)
+            self._tenants_written.update(document.scope.tenant_id for document in documents)
         return len(documents)
 
     def _check_disk(self, texts: Sequence[str]) -> None:
@@ -266,6 +268,12 @@ class RetrievalEngine:
         if flt.kinds and kind not in flt.kinds:
             return 0
         return self._vectors.count(replace(flt, kinds=(kind,)))
+
+    def documents_per_tenant(self) -> dict[str, int]:
+        """Documents held for each tenant this process has indexed for since it started."""
+        with self._write_lock:
+            tenants = sorted(self._tenants_written)
+        return {tenant: self._vectors.count(DocumentFilter(tenant_id=tenant)) for tenant in tenants}
 
     def unindexed_vectors(self) -> int:
         """Vectors not yet in an HNSW graph (searched exactly until :meth:`maintain` builds one)."""

@@ -11,7 +11,8 @@ from strata_retrieval.engine import RetrievalEngine
 
 
 class IndexCollector(Collector):
-    """The HNSW build state: vectors not yet in a graph (searched exactly until the next build)."""
+    """The HNSW build state (vectors not yet in a graph, searched exactly until the next build) and
+    documents per tenant (tenants this process has indexed for since it started: one count each)."""
 
     def __init__(self, engine: RetrievalEngine) -> None:
         self._engine = engine
@@ -22,3 +23,11 @@ class IndexCollector(Collector):
             "Vectors not yet in an HNSW graph (exact search over them until maintain() builds one).",
             value=self._engine.unindexed_vectors(),
         )
+        documents = GaugeMetricFamily(
+            "strata_index_documents",
+            "Documents in the index, per tenant indexed since start.",
+            labels=["tenant"],
+        )
+        for tenant, count in self._engine.documents_per_tenant().items():
+            documents.add_metric([tenant], count)
+        yield documents

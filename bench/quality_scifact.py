@@ -18,6 +18,10 @@ Steps, each bounded, per engine:
    floor. The server engine's latency is not measured: local mode searches by brute force in Python
    (about 1 s per sparse query at 7k points here), which says nothing about a Qdrant server.
 
+``--text-legs`` compares only the two text legs, without the embedder (minutes, not tens of them):
+Tantivy BM25 against the server engine's BM25 sparse vectors on the same documents
+(``scifact_text_legs.json``).
+
 Results are printed and written to ``bench/results/scifact_quality.json``. ``--latency-only``
 repeats step 3 on the index the last full run left (this machine is shared; re-time when it is
 quiet). ``--quick`` indexes a 1,000-abstract sample (all qrels documents plus filler) for a fast
@@ -59,8 +63,12 @@ from strata_retrieval.documents import (
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import FTS, VECTOR, RetrievalEngine
 from strata_retrieval.fusion import rrf
+from strata_retrieval.legs import TextIndex
 from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
+from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.settings import RetrievalSettings
+from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
 
 DATA = Path(os.environ.get("STRATA_SCIFACT_DIR", "/work/shared/data/scifact"))
 RESULTS = Path(__file__).parent / "results"
@@ -297,6 +305,37 @@ def run(quick: bool, report: Report, engines: list[str]) -> None:
     )
 
 
+def text_legs(report: Report) -> None:
+    """The two text legs alone, without the embedder: Tantivy BM25 against the server engine's BM25
+    sparse vectors (local mode; its dense vectors are a constant placeholder), same documents."""
+    corpus, queries, qrels = load_scifact(quick=False)
+    documents, messages = as_documents(corpus), chat_messages(corpus, 2000)
+    ids = {document_key(d.scope.tenant_id, d.id): d.id for d in documents}
+    data_dir = Path(".data/bench/scifact-text")
+    shutil.rmtree(data_dir, ignore_errors=True)
+    server = QdrantServerIndex(":memory:", IndexManifest("none", 1))
+    legs: dict[str, TextIndex] = {"tantivy": TantivyTextIndex(data_dir), "qdrant_bm25": SparseTextLeg(server)}
+    for batch in (documents, messages):
+        for start in range(0, len(batch), 500):
+            chunk = batch[start : start + 500]
+            legs["tantivy"].upsert(chunk)
+            server.upsert(chunk, np.ones((len(chunk), 1), dtype=np.float32))
+    found: dict[str, dict[str, float]] = {}
+    for name, leg in legs.items():
+        ndcgs, recalls = [], []
+        for query_id, text in queries.items():
+            ranked = [ids[c.key] for c in leg.search(text, DocumentFilter(tenant_id=TENANT), EVAL_TOP_K)]
+            ndcgs.append(ndcg_at_10(ranked, qrels[query_id]))
+            recalls.append(len(set(ranked) & qrels[query_id]) / len(qrels[query_id]))
+        found[name] = {
+            "ndcg@10": round(statistics.fmean(ndcgs), 4),
+            "recall@100": round(statistics.fmean(recalls), 4),
+        }
+        report.record("text_legs", found)
+        leg.close()
+    server.close()
+
+
 def remeasure_latency(out: Path) -> None:
     """Re-time the gRPC phase against the index a previous full run left, updating its JSON."""
     report = Report(out, json.loads(out.read_text()))
@@ -334,11 +373,21 @@ def main() -> None:
     )
     parser.add_argument("--ingest-sample", type=int, default=0, help="re-time ingest on N abstracts")
     parser.add_argument(
+        "--text-legs", action="store_true", help="only the two text legs, without the embedder"
+    )
+    parser.add_argument(
         "--engines", default="embedded,server", help="comma-separated, of: " + ", ".join(ENGINES)
     )
     args = parser.parse_args()
     if args.ingest_sample:
         remeasure_ingest(RESULTS / "scifact_quality.json", args.ingest_sample)
+        return
+    if args.text_legs:
+        report = Report(
+            RESULTS / "scifact_text_legs.json", {"command": "python -m bench.quality_scifact --text-legs"}
+        )
+        report.record("date", datetime.now(UTC).isoformat(timespec="seconds"))
+        text_legs(report)
         return
     if args.latency_only:
         remeasure_latency(RESULTS / "scifact_quality.json")

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from strata_memory.store import schema
+from strata_memory.store.notices import announce_jobs
 from strata_memory.store.records import IndexJob, Page, now_us
 
 UPSERT, DELETE, DELETE_AGENT, DELETE_ARCHIVE = "upsert", "delete", "delete_agent", "delete_archive"
@@ -66,7 +67,9 @@ def enqueue(conn: Connection, tenant_id: str, action: str, document_ids: Sequenc
         for document_id in document_ids
     ]
     result = conn.execute(insert(_jobs).returning(_jobs.c.id), rows)
-    return [int(job_id) for job_id in result.scalars()]
+    job_ids = [int(job_id) for job_id in result.scalars()]
+    announce_jobs(conn)  # other replicas' idle workers wake on commit (PostgreSQL)
+    return job_ids
 
 
 def _ready(now: int) -> ColumnElement[bool]:

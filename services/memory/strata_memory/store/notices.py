@@ -1,0 +1,72 @@
+"""Outbox wake-ups across replicas: PostgreSQL ``LISTEN``/``NOTIFY`` on one channel.
+
+A transaction that writes index jobs also sends ``NOTIFY strata_index_jobs`` (:func:`announce_jobs`;
+PostgreSQL delivers it only if the transaction commits). Each replica keeps one connection listening
+on the channel (:class:`JobNotices`) and wakes its outbox worker on every notice, so a job written
+through one replica is picked up by an idle worker of any replica at once instead of at its next
+poll. The worker keeps polling as well: a notice is a hint, never the only way a job is found. With
+SQLite (one host) there is nothing to listen to and both are no-ops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import psycopg
+from sqlalchemy import func, make_url, select
+from sqlalchemy.engine import Connection
+
+CHANNEL = "strata_index_jobs"
+_NOTIFY = select(func.pg_notify(CHANNEL, func.current_schema()))  # one channel per database: say whose
+_RECONNECT_SECONDS = 1.0
+log = logging.getLogger("strata.store")
+
+
+def announce_jobs(conn: Connection) -> None:
+    """Tell every replica's outbox worker that jobs are waiting, once this transaction commits."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(_NOTIFY)
+
+
+class JobNotices:
+    """Calls ``wake`` whenever any replica commits index jobs (PostgreSQL); does nothing on SQLite."""
+
+    def __init__(self, url: str, wake: Callable[[], None]) -> None:
+        parsed = make_url(url)
+        self._listens = parsed.get_backend_name() == "postgresql"
+        self._conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._wake = wake
+        self._task: asyncio.Task[None] | None = None
+        self.listening = asyncio.Event()
+        """Set while the LISTEN connection is open (tests wait for it before writing)."""
+
+    def start(self) -> None:
+        if self._listens and self._task is None:
+            self._task = asyncio.create_task(self._listen(), name="strata-job-notices")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    row = await (await conn.execute("SELECT current_schema()")).fetchone()
+                    schema = row[0] if row else ""
+                    self.listening.set()
+                    self._wake()  # jobs written while nobody listened
+                    async for notice in conn.notifies():
+                        if notice.payload == schema:  # not another store's jobs in the same database
+                            self._wake()
+            except psycopg.Error as failure:
+                log.warning("outbox notices: listening failed, retrying: %s", type(failure).__name__)
+            self.listening.clear()
+            await asyncio.sleep(_RECONNECT_SECONDS)

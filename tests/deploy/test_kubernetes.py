@@ -141,3 +141,11 @@ def test_services_are_headless_and_the_hpa_scales_retrieval_on_cpu() -> None:
         "name": "strata-retrieval",
     }
     assert hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+
+
+def test_retrieval_replicas_keep_nothing_on_local_disk() -> None:
+    """N replicas behind one Service must answer alike: both legs live in the Qdrant server."""
+    pods = dict(_pod_templates())
+    env = _env(pods["strata-retrieval"]["containers"][0])
+    assert env["STRATA_RETRIEVAL_VECTOR_BACKEND"] == "server"
+    assert isinstance(env["STRATA_RETRIEVAL_QDRANT_API_KEY"], dict)

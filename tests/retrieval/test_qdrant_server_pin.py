@@ -12,6 +12,7 @@ import re
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,8 +24,9 @@ def _minor(text: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-def test_compose_runs_the_qdrant_server_of_the_pinned_client() -> None:
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+@pytest.mark.parametrize("name", ["docker-compose.yml", "docker-compose.cluster.yml"])
+def test_compose_runs_the_qdrant_server_of_the_pinned_client(name: str) -> None:
+    compose = yaml.safe_load((ROOT / name).read_text())
     image = str(compose["services"]["qdrant"]["image"])
     pinned = re.search(r"^qdrant-client==(\S+)$", (ROOT / "requirements/runtime.txt").read_text(), re.M)
     assert pinned is not None

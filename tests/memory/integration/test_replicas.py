@@ -36,13 +36,14 @@ def free_port() -> int:
 class Replica:
     """One ``strata-memory`` process on the shared store."""
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, **settings: str) -> None:
         self.address = f"127.0.0.1:{free_port()}"
         env = {
             **os.environ,
             "STRATA_MEMORY_ADDRESS": self.address,
             "STRATA_MEMORY_DATABASE_URL": database_url,
             "STRATA_MEMORY_RETRIEVAL_ADDRESS": unreachable_address(),
+            **{f"STRATA_MEMORY_{name.upper()}": value for name, value in settings.items()},
         }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "strata_memory.main"],

@@ -73,3 +73,29 @@ def test_generated_sync_retrieval_client(retrieval_target: str) -> None:
         stats = client.stats(filter=rpb.DocumentFilter(tenant_id="nobody-here"))
         assert stats.document_count == 0
         assert stats.embedding_dimension > 0
+
+
+async def test_document_ids_are_listed_page_by_page(retrieval: AsyncRetrievalClient) -> None:
+    tenant = "retrieval-client-ids"
+    ids = [f"p-{i:02d}" for i in range(5)]
+    documents = [
+        rpb.Document(
+            id=doc_id,
+            text=f"note {doc_id}",
+            kind=rpb.DOCUMENT_KIND_PASSAGE,
+            scope=rpb.Scope(tenant_id=tenant),
+        )
+        for doc_id in ids
+    ]
+    await retrieval.upsert_documents(documents=documents)
+    first = await retrieval.list_document_ids(filter=rpb.DocumentFilter(tenant_id=tenant), page_size=2)
+    assert len(first.ids) == 2
+    assert first.next_page_token
+    every = [
+        i async for i in retrieval.iter_document_ids(filter=rpb.DocumentFilter(tenant_id=tenant), page_size=2)
+    ]
+    assert sorted(every) == ids
+    assert every[:2] == list(first.ids)
+    assert [
+        i async for i in retrieval.iter_document_ids(filter=rpb.DocumentFilter(tenant_id="nobody-here"))
+    ] == []

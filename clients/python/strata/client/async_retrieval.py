@@ -8,7 +8,7 @@ and benchmarks that talk to the index directly. The tenant is part of every requ
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from functools import cached_property
 
 from strata.client.async_base import AsyncClientBase
@@ -68,3 +68,22 @@ class AsyncRetrievalClient(AsyncClientBase):
     async def stats(self, *, filter: rpb.DocumentFilter) -> rpb.StatsResponse:
         """Document counts and distinct tags of the documents matching ``filter``."""
         return await self._call(self._stub.Stats, rpb.StatsRequest(filter=filter))
+
+    async def list_document_ids(
+        self, *, filter: rpb.DocumentFilter, page_size: int = 0, page_token: str = ""
+    ) -> rpb.ListDocumentIdsResponse:
+        """One page of the ids of the documents matching ``filter``, in a stable (storage) order."""
+        request = rpb.ListDocumentIdsRequest(filter=filter, page_size=page_size, page_token=page_token)
+        return await self._call(self._stub.ListDocumentIds, request)
+
+    async def iter_document_ids(
+        self, *, filter: rpb.DocumentFilter, page_size: int = 0
+    ) -> AsyncIterator[str]:
+        """Every id matching ``filter``, following the pages."""
+        token = ""
+        while True:
+            page = await self.list_document_ids(filter=filter, page_size=page_size, page_token=token)
+            for document_id in page.ids:
+                yield document_id
+            if not (token := page.next_page_token):
+                return

@@ -8,7 +8,7 @@ streaming methods return plain iterators. The documentation lives in ``async_ret
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 
 from strata.client.sync_base import ClientBase
@@ -68,3 +68,19 @@ class RetrievalClient(ClientBase):
     def stats(self, *, filter: rpb.DocumentFilter) -> rpb.StatsResponse:
         """Document counts and distinct tags of the documents matching ``filter``."""
         return self._call(self._stub.Stats, rpb.StatsRequest(filter=filter))
+
+    def list_document_ids(
+        self, *, filter: rpb.DocumentFilter, page_size: int = 0, page_token: str = ""
+    ) -> rpb.ListDocumentIdsResponse:
+        """One page of the ids of the documents matching ``filter``, in a stable (storage) order."""
+        request = rpb.ListDocumentIdsRequest(filter=filter, page_size=page_size, page_token=page_token)
+        return self._call(self._stub.ListDocumentIds, request)
+
+    def iter_document_ids(self, *, filter: rpb.DocumentFilter, page_size: int = 0) -> Iterator[str]:
+        """Every id matching ``filter``, following the pages."""
+        token = ""
+        while True:
+            page = self.list_document_ids(filter=filter, page_size=page_size, page_token=token)
+            yield from page.ids
+            if not (token := page.next_page_token):
+                return

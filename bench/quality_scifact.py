@@ -68,7 +68,7 @@ from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.settings import RetrievalSettings
 from strata_retrieval.text_index import TantivyTextIndex
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
+from strata_retrieval.vectors.qdrant_server import Bm25Params, QdrantServerIndex, SparseTextLeg
 
 DATA = Path(os.environ.get("STRATA_SCIFACT_DIR", "/work/shared/data/scifact"))
 RESULTS = Path(__file__).parent / "results"
@@ -305,7 +305,7 @@ def run(quick: bool, report: Report, engines: list[str]) -> None:
     )
 
 
-def text_legs(report: Report) -> None:
+def text_legs(report: Report, avg_len: float) -> None:
     """The two text legs alone, without the embedder: Tantivy BM25 against the server engine's BM25
     sparse vectors (local mode; its dense vectors are a constant placeholder), same documents."""
     corpus, queries, qrels = load_scifact(quick=False)
@@ -313,7 +313,7 @@ def text_legs(report: Report) -> None:
     ids = {document_key(d.scope.tenant_id, d.id): d.id for d in documents}
     data_dir = Path(".data/bench/scifact-text")
     shutil.rmtree(data_dir, ignore_errors=True)
-    server = QdrantServerIndex(":memory:", IndexManifest("none", 1))
+    server = QdrantServerIndex(":memory:", IndexManifest("none", 1), bm25=Bm25Params(avg_len=avg_len))
     legs: dict[str, TextIndex] = {"tantivy": TantivyTextIndex(data_dir), "qdrant_bm25": SparseTextLeg(server)}
     for batch in (documents, messages):
         for start in range(0, len(batch), 500):
@@ -376,6 +376,9 @@ def main() -> None:
         "--text-legs", action="store_true", help="only the two text legs, without the embedder"
     )
     parser.add_argument(
+        "--bm25-avg-len", type=float, default=256.0, help="with --text-legs: the server BM25's avg_len"
+    )
+    parser.add_argument(
         "--engines", default="embedded,server", help="comma-separated, of: " + ", ".join(ENGINES)
     )
     args = parser.parse_args()
@@ -383,11 +386,13 @@ def main() -> None:
         remeasure_ingest(RESULTS / "scifact_quality.json", args.ingest_sample)
         return
     if args.text_legs:
-        report = Report(
-            RESULTS / "scifact_text_legs.json", {"command": "python -m bench.quality_scifact --text-legs"}
-        )
+        default = args.bm25_avg_len == 256.0
+        flag = "" if default else f" --bm25-avg-len {args.bm25_avg_len:g}"
+        command = {"command": f"python -m bench.quality_scifact --text-legs{flag}"}
+        name = "scifact_text_legs.json" if default else f"scifact_text_legs_avg{args.bm25_avg_len:g}.json"
+        report = Report(RESULTS / name, command)
         report.record("date", datetime.now(UTC).isoformat(timespec="seconds"))
-        text_legs(report)
+        text_legs(report, args.bm25_avg_len)
         return
     if args.latency_only:
         remeasure_latency(RESULTS / "scifact_quality.json")

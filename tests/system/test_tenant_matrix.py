@@ -192,6 +192,12 @@ RETRIEVAL_CASES: dict[tuple[str, str], Build] = {
         top_k=10,
         filter=rpb.DocumentFilter(tenant_id=a.tenant, archive_ids=[b.archive]),
     ),
+    ("ListDocumentIds", "filter.agent_ids"): lambda a, b: rpb.ListDocumentIdsRequest(
+        filter=rpb.DocumentFilter(tenant_id=a.tenant, agent_ids=[b.agent])
+    ),
+    ("ListDocumentIds", "filter.archive_ids"): lambda a, b: rpb.ListDocumentIdsRequest(
+        filter=rpb.DocumentFilter(tenant_id=a.tenant, archive_ids=[b.archive])
+    ),
     ("Stats", "filter.agent_ids"): lambda a, b: rpb.StatsRequest(
         filter=rpb.DocumentFilter(tenant_id=a.tenant, agent_ids=[b.agent])
     ),
@@ -296,6 +302,8 @@ async def test_retrieval_calls_for_one_tenant_never_reach_anothers_documents(
         assert reply.deleted_count == 0
     elif rpc == "Search":
         assert list(reply.hits) == []
+    elif rpc == "ListDocumentIds":
+        assert list(reply.ids) == []
     else:
         assert reply.document_count == 0
     assert await world.both() == before

@@ -37,7 +37,6 @@ from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.servicer import MemoryOperations, MemoryServicer
 from strata_memory.store.database import Database
-from strata_memory.store.notices import JobNotices
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
@@ -60,8 +59,6 @@ class MemoryServer:
     database: Database
     outbox: OutboxWorker
     retrieval: RetrievalClient
-    notices: JobNotices | None = None
-    """Wakes the outbox worker when another replica writes jobs (PostgreSQL LISTEN/NOTIFY)."""
 
     @property
     def address(self) -> str:
@@ -72,8 +69,6 @@ class MemoryServer:
         await self.close()
 
     async def close(self) -> None:
-        if self.notices is not None:
-            await self.notices.stop()
         await self.outbox.stop()
         await self.retrieval.close()
         self.database.close()
@@ -181,10 +176,8 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         registry.register(OutboxCollector(database))
     await server.start()
     outbox.start()
-    notices = JobNotices(settings.database_url, outbox.notify)
-    notices.start()
     await server.mark_serving()
-    return MemoryServer(server, database, outbox, retrieval, notices)
+    return MemoryServer(server, database, outbox, retrieval)
 
 
 def _auth_interceptors(settings: MemorySettings, database: Database) -> list[AuthInterceptor]:

@@ -7,33 +7,81 @@ the package and ``tests/`` linked in, this repository's pyproject with a ``[tool
 naming the files to mutate and the tests that cover them. Every file of the package is copied, so
 the mutated copy shadows the editable install; only the target's files are mutated.
 
-Writes ``bench/results/mutation.json`` (``{"total", "killed", "survived", "timeout", "by_module"}``
-plus the command and seconds per target) and ``bench/results/mutation_survivors.txt`` (one
-surviving mutant per line, with its diff from ``mutmut show``). Targets run one after another;
-``--only`` picks some, ``--max-children`` sets mutmut's parallelism (default 1: CPU is shared).
+mutmut first runs the target's tests once with every function traced, then runs, for each mutant,
+only the tests that called the mutated function (``-x``: the first failure kills it); a mutant in a
+function no test calls is "no tests" and counts as not killed.
+
+``--sample N --seed S`` checks a seeded random sample of a target's mutants instead of all of them
+(``random.Random(S).sample(sorted(names), N)``), for a package whose full run does not fit the time
+at hand; the run records the seed, the population and a 95 % Wilson interval for the kill rate.
+
+Results MERGE into ``bench/results/mutation.json``: ``by_module`` is keyed by mutated file,
+``runs`` by target; a target's run replaces only its own files and run, never another target's,
+and the totals are recomputed from ``by_module``. ``bench/results/mutation_survivors.txt`` holds
+one section per target (each surviving mutant with its diff from ``mutmut show``), merged the same
+way. The merge holds a lock, so two targets may finish at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import fnmatch
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGING = ROOT / ".cache" / "mutation"
 RESULTS = ROOT / "bench" / "results"
 MUTMUT = Path(sys.executable).parent / "mutmut"
+TOOL = "mutmut==3.8.1"
 
 KILLED = {1, 3, 37}  # a failing test run, pytest's internal error on a mutant, caught by type check
 SURVIVED = {0}
 TIMEOUT = {36, 24, -24, 152, 255}
 NO_TESTS = {5, 33}
+COUNTS = ("total", "killed", "survived", "timeout", "no_tests", "other")
+SECTION = "=== target: "
+
+ORDER_PLUGIN = '''"""Run the tests mutmut selected for a mutant fastest first (by its stats run's durations).
+
+mutmut hands pytest the covering tests in set order and stops at the first failure (-x), so a
+mutant the quick exact tests kill need not wait for a slow property test ahead of them.
+"""
+import json
+from pathlib import Path
+
+
+def pytest_collection_modifyitems(items):
+    stats = Path("mutmut-stats.json")
+    if not stats.exists():
+        return
+    duration = json.loads(stats.read_text()).get("duration_by_test", {})
+    items.sort(key=lambda item: duration.get(item.nodeid, float("inf")))
+'''
+
+GENERATE = """
+import os
+import mutmut.__main__ as m
+m.set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+m.copy_src_dir()
+m.copy_also_copy_files()
+m.setup_source_paths()
+m.create_mutants(1)
+"""
 
 
 @dataclass(frozen=True)
@@ -44,6 +92,11 @@ class Target:
     mutate: tuple[str, ...]  # globs relative to the staging folder
     tests: tuple[str, ...]
     isolation: str = "forkserver"  # the integration tests run gRPC servers: not fork-safe
+
+    def owns(self, module: str) -> bool:
+        """Whether ``module`` (a by_module key, perhaps with an older layout's suffix) is this target's."""
+        path = module.split(" ", 1)[0]
+        return any(fnmatch.fnmatch(path, pattern) for pattern in self.mutate)
 
 
 TARGETS = (
@@ -59,7 +112,7 @@ TARGETS = (
         "services/memory",
         "strata_memory",
         ("strata_memory/operations/*",),
-        ("tests/memory/integration", "tests/memory/store"),
+        ("tests/memory/operations",),
     ),
     Target(
         "memory-indexing",
@@ -79,6 +132,12 @@ TARGETS = (
 )
 
 
+@dataclass(frozen=True)
+class Sample:
+    size: int
+    seed: int
+
+
 def _toml_list(values: tuple[str, ...] | list[str]) -> str:
     return "[" + ", ".join(json.dumps(value) for value in values) + "]"
 
@@ -95,15 +154,25 @@ def stage(target: Target) -> Path:
         f"source_paths = {_toml_list([target.package])}\n"
         f"only_mutate = {_toml_list(target.mutate)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x"]\n'
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_order", "-q", "-x"]\n'
         f'process_isolation = "{target.isolation}"\n'
+        'also_copy = ["mutation_order.py"]\n'
     )
     (folder / "pyproject.toml").write_text(config)
+    (folder / "mutation_order.py").write_text(ORDER_PLUGIN)
     return folder
 
 
+def mutant_names(folder: Path) -> list[str]:
+    """Every mutant mutmut generated in ``folder`` (from its ``.meta`` files), sorted."""
+    names: list[str] = []
+    for meta in (folder / "mutants").rglob("*.py.meta"):
+        names += json.loads(meta.read_text()).get("exit_code_by_key", {})
+    return sorted(names)
+
+
 def outcomes(folder: Path) -> dict[str, dict[str, int]]:
-    """Exit code per mutant, grouped by mutated file, from mutmut's ``.meta`` files."""
+    """Exit code per checked mutant, grouped by mutated file, from mutmut's ``.meta`` files."""
     found: dict[str, dict[str, int]] = {}
     for meta in sorted((folder / "mutants").rglob("*.py.meta")):
         module = str(meta.relative_to(folder / "mutants"))[: -len(".meta")]
@@ -125,34 +194,139 @@ def tally(codes: dict[str, int]) -> dict[str, int]:
     return counts
 
 
-def run(
-    target: Target, max_children: int, *, fresh: bool
-) -> tuple[dict[str, dict[str, int]], list[str], float]:
-    """Run mutmut for ``target`` (``fresh``: in a new staging folder; else report the last run)."""
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval for a proportion (sound near 0 and 1, unlike the normal one)."""
+    if trials == 0:
+        return (0.0, 1.0)
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _environment() -> dict[str, str]:
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith("STRATA_") or k.startswith("STRATA_TEST_")
+    }
+
+
+def run(target: Target, max_children: int, sample: Sample | None) -> dict[str, object]:
+    """Run mutmut for ``target`` in a new staging folder; returns what the run was (not its results)."""
+    folder = stage(target)
+    env = _environment()
+    started = time.monotonic()
+    command = [str(MUTMUT), "run", "--max-children", str(max_children)]
+    described: dict[str, object] = {"tests": list(target.tests), "isolation": target.isolation}
+    if sample is not None:
+        subprocess.run([sys.executable, "-c", GENERATE], cwd=folder, env=env, check=True)
+        population = mutant_names(folder)
+        chosen = sorted(random.Random(sample.seed).sample(population, min(sample.size, len(population))))
+        (folder / "sample.txt").write_text("\n".join(chosen) + "\n")
+        described["sample"] = {
+            "seed": sample.seed,
+            "size": len(chosen),
+            "population": len(population),
+            "method": "random.Random(seed).sample(sorted(mutant names), size)",
+        }
+        command += chosen
+    subprocess.run(command, cwd=folder, env=env, check=False)
+    described["seconds"] = round(time.monotonic() - started)
+    (folder / "run.json").write_text(json.dumps(described) + "\n")
+    return described
+
+
+def survivors_of(target: Target, by_module: dict[str, dict[str, int]]) -> list[str]:
     folder = STAGING / target.name
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_") or k.startswith("STRATA_TEST_")}
-    if fresh:
-        started = time.monotonic()
-        stage(target)
-        command = [str(MUTMUT), "run", "--max-children", str(max_children)]
-        subprocess.run(command, cwd=folder, env=env, check=False)
-        (folder / "seconds").write_text(f"{time.monotonic() - started:.0f}\n")
-    seconds = float((folder / "seconds").read_text()) if (folder / "seconds").exists() else 0.0
-    by_module = outcomes(folder)
-    survivors = []
+    found = []
     for module, codes in by_module.items():
         for name, code in sorted(codes.items()):
             if code in SURVIVED:
                 shown = subprocess.run(
                     [str(MUTMUT), "show", name],
                     cwd=folder,
-                    env=env,
+                    env=_environment(),
                     capture_output=True,
                     text=True,
                     check=False,
                 )
-                survivors.append(f"## {module} {name}\n{shown.stdout.strip()}\n")
-    return by_module, survivors, seconds
+                found.append(f"## {module} {name}\n{shown.stdout.strip()}\n")
+    return found
+
+
+def summarise(
+    target: Target, by_module: dict[str, dict[str, int]], described: dict[str, object]
+) -> dict[str, object]:
+    counts = tally({name: code for codes in by_module.values() for name, code in codes.items()})
+    low, high = wilson_interval(counts["killed"], counts["total"])
+    summary: dict[str, object] = dict(counts)
+    summary |= {
+        "kill_rate": round(counts["killed"] / counts["total"], 4) if counts["total"] else 0.0,
+        "kill_rate_ci95": [round(low, 4), round(high, 4)],
+        "mutate": list(target.mutate),
+    }
+    return summary | described
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    STAGING.mkdir(parents=True, exist_ok=True)
+    with (STAGING / ".results.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def merge_report(
+    existing: dict[str, object],
+    target: Target,
+    by_module: dict[str, dict[str, int]],
+    summary: dict[str, object],
+) -> dict[str, object]:
+    """``existing`` with ``target``'s files and run replaced and the totals recomputed from by_module."""
+    old_modules = existing.get("by_module", {})
+    old_runs = existing.get("runs", {})
+    assert isinstance(old_modules, dict)
+    assert isinstance(old_runs, dict)
+    modules = {key: value for key, value in old_modules.items() if not target.owns(key)}
+    modules |= {module: tally(codes) | {"target": target.name} for module, codes in by_module.items()}
+    # a run is keyed by its target's name; keys that merely start with it are an older layout's
+    runs = {key: value for key, value in old_runs.items() if key.split(" ", 1)[0] != target.name}
+    runs[target.name] = summary
+    report: dict[str, object] = {"tool": TOOL}
+    for key in COUNTS:
+        report[key] = sum(int(counts.get(key, 0)) for counts in modules.values())
+    report["by_module"] = dict(sorted(modules.items()))
+    report["runs"] = dict(sorted(runs.items()))
+    return report
+
+
+def merge_survivors(existing: str, target: Target, found: list[str]) -> str:
+    """The survivors file with ``target``'s section replaced (text without sections is an older layout's)."""
+    sections: dict[str, str] = {}
+    for chunk in existing.split(SECTION)[1:]:
+        name, _, body = chunk.partition(" ===\n")
+        sections[name.strip()] = body
+    sections[target.name] = "\n".join(found) or "(no survivors)"
+    return "".join(f"{SECTION}{name} ===\n{body.rstrip()}\n\n" for name, body in sorted(sections.items()))
+
+
+def record(target: Target) -> dict[str, object]:
+    """Merge ``target``'s last run into the results files; returns its summary."""
+    folder = STAGING / target.name
+    by_module = outcomes(folder)
+    described = json.loads((folder / "run.json").read_text()) if (folder / "run.json").exists() else {}
+    summary = summarise(target, by_module, described)
+    found = survivors_of(target, by_module)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    json_path, survivors_path = RESULTS / "mutation.json", RESULTS / "mutation_survivors.txt"
+    with _locked():
+        existing = json.loads(json_path.read_text()) if json_path.exists() else {}
+        json_path.write_text(json.dumps(merge_report(existing, target, by_module, summary), indent=2) + "\n")
+        text = survivors_path.read_text() if survivors_path.exists() else ""
+        survivors_path.write_text(merge_survivors(text, target, found))
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,34 +335,35 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="*", choices=[t.name for t in TARGETS], help="targets to run (default all)"
     )
     parser.add_argument("--max-children", type=int, default=1)
-    parser.add_argument("--report-only", action="store_true", help="report the last run without running")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--sample", type=int, default=0, help="check a seeded random sample of this many mutants"
+    )
+    parser.add_argument("--seed", type=int, default=19, help="the sample's seed")
+    parser.add_argument(
+        "--report-only", action="store_true", help="merge the last run's results without running"
+    )
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     chosen = [t for t in TARGETS if not args.only or t.name in args.only]
     if args.report_only:
         chosen = [t for t in chosen if (STAGING / t.name / "mutants").is_dir()]
-    report: dict[str, object] = {"tool": "mutmut==3.8.1", "targets": {}}
-    by_module: dict[str, dict[str, int]] = {}
-    survivors: list[str] = []
+    sample = Sample(args.sample, args.seed) if args.sample else None
     for target in chosen:
-        modules, survived, seconds = run(target, args.max_children, fresh=not args.report_only)
-        target_codes = {name: code for codes in modules.values() for name, code in codes.items()}
-        report["targets"][target.name] = tally(target_codes) | {"seconds": round(seconds)}  # type: ignore[index]
-        by_module |= {module: tally(codes) for module, codes in modules.items()}
-        survivors += survived
-    overall = tally({f"{m}:{n}": c for m, codes in _codes(chosen).items() for n, c in codes.items()})
-    report |= {k: overall[k] for k in ("total", "killed", "survived", "timeout")}
-    report["by_module"] = by_module
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "mutation.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    (RESULTS / "mutation_survivors.txt").write_text("\n".join(survivors))
-    for name, counts in report["targets"].items():  # type: ignore[attr-defined]
-        rate = counts["killed"] / counts["total"] if counts["total"] else 0.0
-        print(f"{name}: {counts['killed']}/{counts['total']} killed ({rate:.1%}), {counts['seconds']} s")
+        if not args.report_only:
+            described = run(target, args.max_children, sample)
+            arguments = f"--only {target.name} --max-children {args.max_children}"
+            if sample is not None:
+                arguments += f" --sample {sample.size} --seed {sample.seed}"
+            described["command"] = f"nice -n 19 make mutation MUTATION_ARGS='{arguments}'"
+            described["finished"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            (STAGING / target.name / "run.json").write_text(json.dumps(described) + "\n")
+        summary = record(target)
+        low, high = cast("list[float]", summary["kill_rate_ci95"])
+        print(
+            f"{target.name}: {summary['killed']}/{summary['total']} killed ({summary['kill_rate']:.1%}, "
+            f"95% CI {low:.1%}-{high:.1%}), {summary['timeout']} timeouts, {summary['no_tests']} no tests, "
+            f"{summary.get('seconds', '?')} s"
+        )
     return 0
-
-
-def _codes(targets: list[Target]) -> dict[str, dict[str, int]]:
-    return {module: codes for target in targets for module, codes in outcomes(STAGING / target.name).items()}
 
 
 if __name__ == "__main__":

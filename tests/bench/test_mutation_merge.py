@@ -1,0 +1,86 @@
+"""``make mutation`` merges one target's run into bench/results/mutation.json without dropping another's."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from scripts.mutation import TARGETS, merge_report, merge_survivors, tally, wilson_interval
+
+DOMAIN = next(t for t in TARGETS if t.name == "memory-domain")
+MEMFS = next(t for t in TARGETS if t.name == "memfs")
+
+
+def _counts(killed: int, survived: int, target: str) -> dict[str, object]:
+    return tally({f"k{i}": 1 for i in range(killed)} | {f"s{i}": 0 for i in range(survived)}) | {
+        "target": target
+    }
+
+
+def test_a_targets_run_replaces_only_its_own_files_and_run() -> None:
+    existing: dict[str, object] = {
+        "by_module": {
+            "strata/memfs/push.py": _counts(9, 1, "memfs"),
+            "strata_memory/domain/budgets.py": _counts(1, 9, "memory-domain"),
+            "strata_memory/domain/budgets.py (second run)": _counts(5, 5, "memory-domain"),  # older layout
+            "strata_memory/domain/render.py": _counts(2, 0, "memory-domain"),
+        },
+        "runs": {
+            "memfs": {"total": 10},
+            "memory-domain (partial)": {"total": 20},
+            "memory-domain": {"total": 2},
+        },
+    }
+    new = {"strata_memory/domain/budgets.py": {"a": 1, "b": 1, "c": 0, "d": 33, "e": 36}}
+    report = merge_report(existing, DOMAIN, new, {"total": 5})
+    modules = cast("dict[str, object]", report["by_module"])
+    old_modules = cast("dict[str, object]", existing["by_module"])
+    assert set(modules) == {"strata/memfs/push.py", "strata_memory/domain/budgets.py"}
+    assert modules["strata/memfs/push.py"] == old_modules["strata/memfs/push.py"]
+    assert modules["strata_memory/domain/budgets.py"] == {
+        "total": 5,
+        "killed": 2,
+        "survived": 1,
+        "timeout": 1,
+        "no_tests": 1,
+        "other": 0,
+        "target": "memory-domain",
+    }
+    assert report["runs"] == {"memfs": {"total": 10}, "memory-domain": {"total": 5}}
+    # totals are the sums over by_module
+    assert (report["total"], report["killed"], report["survived"], report["timeout"], report["no_tests"]) == (
+        15,
+        11,
+        2,
+        1,
+        1,
+    )
+
+
+def test_merging_into_nothing_starts_the_file() -> None:
+    report = merge_report({}, MEMFS, {"strata/memfs/pull.py": {"x": 1}}, {"total": 1})
+    assert (report["total"], report["killed"], list(report["runs"])) == (1, 1, ["memfs"])  # type: ignore[call-overload]
+
+
+def test_survivor_sections_are_merged_by_target() -> None:
+    text = merge_survivors("", MEMFS, ["## push.py m1\n-a\n+b\n"])
+    text = merge_survivors(text, DOMAIN, ["## budgets.py m2\n-c\n+d\n"])
+    text = merge_survivors(text, MEMFS, ["## push.py m3\n-e\n+f\n"])
+    assert text == (
+        "=== target: memfs ===\n## push.py m3\n-e\n+f\n\n"
+        "=== target: memory-domain ===\n## budgets.py m2\n-c\n+d\n\n"
+    )
+
+
+def test_legacy_survivors_without_sections_are_dropped() -> None:
+    assert (
+        merge_survivors("## old m\n-a\n+b\n", DOMAIN, [])
+        == "=== target: memory-domain ===\n(no survivors)\n\n"
+    )
+
+
+def test_wilson_interval() -> None:
+    low, high = wilson_interval(255, 300)  # 85 %
+    assert round(low, 3) == 0.805
+    assert round(high, 3) == 0.886
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    assert wilson_interval(10, 10)[1] == 1.0

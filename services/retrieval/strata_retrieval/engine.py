@@ -44,12 +44,12 @@ from strata_retrieval.documents import (
 )
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.fusion import Fused, rrf
-from strata_retrieval.legs import JointSearch, TextIndex
+from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
 from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_serving import tracing
-from strata_serving.errors import InvalidArgument
+from strata_serving.errors import FailedPrecondition, InvalidArgument
 
 log = logging.getLogger("strata.retrieval.engine")
 
@@ -287,6 +287,15 @@ class RetrievalEngine:
         log.info("building HNSW for %d unindexed vectors", unindexed)
         with self._write_lock:
             return self._vectors.optimize()
+
+    def rebuild(self) -> str:
+        """Rebuild the whole index as a new generation behind the collection alias while searches
+        keep answering from the current one (the server engine only); returns the new generation."""
+        if not isinstance(self._vectors, Rebuildable):
+            raise FailedPrecondition(
+                "only the server engine (VECTOR_BACKEND=server) rebuilds behind an alias"
+            )
+        return self._vectors.rebuild(self.embedder.embed_documents)
 
     def close(self) -> None:
         self._text_legs.shutdown(wait=True)

@@ -7,7 +7,7 @@ the embedded default) and Qdrant sparse vectors in the same collection as the de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
@@ -39,4 +39,13 @@ class JointSearch(Protocol):
         self, vector: Vectors, text: str, flt: DocumentFilter, vector_limit: int, text_limit: int
     ) -> tuple[list[ScoredKey], list[ScoredKey]]:
         """The dense leg's and the text leg's candidates, each filtered by ``flt`` inside its query."""
+        ...
+
+
+@runtime_checkable
+class Rebuildable(Protocol):
+    """A vector index that can rebuild itself whole as a new generation and swap onto it."""
+
+    def rebuild(self, embed: Callable[[Sequence[str]], Vectors]) -> str:
+        """Build the next generation from the current one's documents, then serve from it."""
         ...

@@ -114,7 +114,9 @@ def open_server_engine(settings: RetrievalSettings, embedder: Embedder) -> Retri
     """Both legs in the Qdrant collection ``settings.qdrant_collection``; nothing on local disk.
 
     Raises :class:`EmbeddingModelMismatch` when the collection was built with another model or other
-    BM25 parameters, unless ``rebuild_on_model_change`` is set (the collection is then recreated)."""
+    BM25 parameters, unless ``rebuild_on_model_change`` is set: the next generation is then built from
+    the serving one's documents (re-embedded) and the alias swapped onto it before this returns, while
+    other replicas keep serving the old one."""
     api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
     index = QdrantServerIndex(
         settings.qdrant_url,
@@ -122,7 +124,7 @@ def open_server_engine(settings: RetrievalSettings, embedder: Embedder) -> Retri
         collection=settings.qdrant_collection,
         api_key=api_key,
         bm25=Bm25Params(avg_len=settings.bm25_avg_len),
-        rebuild_on_change=settings.rebuild_on_model_change,
+        rebuild_with=embedder.embed_documents if settings.rebuild_on_model_change else None,
     )
     return RetrievalEngine(embedder, index, SparseTextLeg(index), engine_config(settings))
 

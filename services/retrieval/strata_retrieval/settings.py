@@ -38,11 +38,13 @@ class RetrievalSettings(ServingSettings):
     qdrant_api_key: SecretStr | None = Field(
         default=None, description="the Qdrant server's API key, if it has one"
     )
-    bm25_avg_len: float = Field(
-        default=256.0,
+    bm25_avg_len: float | None = Field(
+        default=None,
         gt=0,
-        description="server engine: BM25's expected document length in tokens (Qdrant's default); "
-        "pinned in the collection, so changing it needs a rebuild",
+        description="server engine: BM25's expected document length in tokens after stop words; unset: "
+        "the collection's mean, measured when a generation is built (256, Qdrant's default, for a new "
+        "empty collection; `python -m strata_retrieval.rebuild` measures it again); pinned in the "
+        "collection, so changing it needs a rebuild",
     )
     embedder_precision: Precision | None = Field(
         default=None,

@@ -62,15 +62,16 @@ class QdrantCollectionIndex:
         self._local = not url.startswith(("http://", "https://"))
         self._client = _client(url, api_key)
         self._collection = collection
-        if not self._client.collection_exists(collection):
-            self._create(dimension)
+        self._open(dimension)
 
-    def _create(self, dimension: int) -> None:
-        vectors = {VECTOR_NAME: models.VectorParams(size=dimension, distance=models.Distance.COSINE)}
-        self._client.create_collection(self._collection, vectors_config=vectors)
-        self._create_payload_indexes()
+    def _open(self, dimension: int) -> None:
+        """Create the collection unless it exists."""
+        if not self._client.collection_exists(self._collection):
+            vectors = {VECTOR_NAME: models.VectorParams(size=dimension, distance=models.Distance.COSINE)}
+            self._client.create_collection(self._collection, vectors_config=vectors)
+            self._create_payload_indexes(self._collection)
 
-    def _create_payload_indexes(self) -> None:
+    def _create_payload_indexes(self, collection: str) -> None:
         """A keyword index per filter field (the tenant's optimised for per-tenant search, ``is_tenant``)
         and an integer range index on the creation time."""
         if self._local:
@@ -79,9 +80,9 @@ class QdrantCollectionIndex:
             schema = models.KeywordIndexParams(
                 type=models.KeywordIndexType.KEYWORD, is_tenant=name == "tenant_id"
             )
-            self._client.create_payload_index(self._collection, name, schema)
+            self._client.create_payload_index(collection, name, schema)
         time_index = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=False, range=True)
-        self._client.create_payload_index(self._collection, TIME_FIELD, time_index)
+        self._client.create_payload_index(collection, TIME_FIELD, time_index)
 
     def upsert(self, documents: Sequence[Document], vectors: Vectors) -> None:
         points = [

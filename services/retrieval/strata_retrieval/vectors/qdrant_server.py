@@ -16,12 +16,24 @@ one request, but it returns only the fused list, and every hit must say its rank
 The embedding model and the BM25 parameters that built the collection are pinned in its metadata
 (Qdrant collection metadata), so any number of replicas refuse a collection built differently, the
 way the embedded engine refuses a data folder (``EMBEDDING_MODEL_MISMATCH``).
+
+The configured collection name is an alias over generations (:mod:`.generations`). :meth:`rebuild`
+builds the next generation from the serving one's own points (every payload holds the document
+whole), then swaps the alias: at start-up when the model or BM25 parameters changed and a rebuild is
+allowed, or on demand. It is the whole index, every tenant: per-tenant rebuilds stay MemoryService's
+Reindex, which upserts in place and then deletes what the store no longer holds.
+
+BM25's ``avg_len`` is, unless configured, the collection's mean document length, measured when a
+generation is built and pinned in it (Qdrant's default 256 for a new, empty collection), so that
+every replica and every stored vector use the same one; a rebuild measures it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import qdrant_edge as qe
@@ -32,19 +44,33 @@ from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.errors import EmbeddingModelMismatch
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import query_words
-from strata_retrieval.vectors.payload import HNSW_EF, VECTOR_NAME, to_payload
+from strata_retrieval.vectors import generations
+from strata_retrieval.vectors.payload import HNSW_EF, VECTOR_NAME, from_payload, to_payload
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex, client_filter
 
+log = logging.getLogger("strata.retrieval.qdrant_server")
 SPARSE_NAME = "bm25"
+DEFAULT_AVG_LEN = 256.0  # Qdrant's: tokens after stop words
+REBUILD_PAGE = 256
+Embed = Callable[[Sequence[str]], Vectors]
 
 
 @dataclass(frozen=True)
 class Bm25Params:
-    """BM25's document-side parameters (Qdrant's defaults); they shape every stored sparse vector."""
+    """BM25's document-side parameters (Qdrant's defaults); they shape every stored sparse vector.
+    ``avg_len`` None: the collection's measured mean document length (see the module's doc)."""
 
     k: float = 1.2
     b: float = 0.75
-    avg_len: float = 256.0  # tokens after stop words; Qdrant's default
+    avg_len: float | None = None
+
+
+@dataclass(frozen=True)
+class _Building:
+    """The generation being built, which writes are mirrored into until the swap."""
+
+    collection: str
+    bm25: qe.Bm25
 
 
 class QdrantServerIndex(QdrantCollectionIndex):
@@ -60,59 +86,213 @@ class QdrantServerIndex(QdrantCollectionIndex):
         collection: str = "strata_documents",
         api_key: str | None = None,
         bm25: Bm25Params | None = None,
-        rebuild_on_change: bool = False,
+        rebuild_with: Embed | None = None,
     ) -> None:
-        self._bm25_params = bm25 or Bm25Params()
-        self._bm25 = qe.Bm25(qe.Bm25Config(**asdict(self._bm25_params), language="english"))
-        self._pinned = {**asdict(manifest), "bm25": asdict(self._bm25_params)}
+        """``rebuild_with``: when the serving generation was built with another model or other BM25
+        parameters, rebuild it with this embedder (:meth:`rebuild`) instead of refusing it."""
+        self._manifest = manifest
+        self._wanted = bm25 or Bm25Params()
+        self._params = replace(self._wanted, avg_len=self._wanted.avg_len or DEFAULT_AVG_LEN)
+        self._bm25 = _bm25(self._params)
+        self._writes = threading.Lock()  # a write and a rebuild's copy of a page, one at a time
+        self._building: _Building | None = None
+        self._rebuild_with = rebuild_with
         super().__init__(url, manifest.embedding_dimension, collection=collection, api_key=api_key)
-        try:
-            self._check_pinned(rebuild_on_change, manifest.embedding_dimension)
-        except EmbeddingModelMismatch:
-            self.close()  # local mode on disk holds a lock until closed
-            raise
 
-    def _create(self, dimension: int) -> None:
-        self._client.create_collection(
-            self._collection,
-            vectors_config={
-                VECTOR_NAME: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
-            },
-            sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-            metadata=self._pinned,
-        )
-        self._create_payload_indexes()
-
-    def _check_pinned(self, rebuild: bool, dimension: int) -> None:
-        found: dict[str, Any] = dict(self._client.get_collection(self._collection).config.metadata or {})
-        if found == self._pinned:
+    def _open(self, dimension: int) -> None:
+        serving = generations.current(self._client, self._collection)
+        if serving is None:
+            first = generations.generation_name(self._collection, 1)
+            self._create_generation(first, self._params)
+            generations.point_alias(self._client, self._collection, first)
             return
-        if rebuild:
-            self._client.delete_collection(self._collection)
-            self._create(dimension)
+        found = self._metadata(serving)
+        if self._matches(found):
+            self._params = Bm25Params(**found["bm25"])
+            self._bm25 = _bm25(self._params)
             return
+        if self._rebuild_with is not None:
+            log.warning("collection %r was built with %s: rebuilding it", self._collection, found)
+            self.rebuild(self._rebuild_with)
+            return
+        self.close()  # local mode on disk holds a lock until closed
         raise EmbeddingModelMismatch(
             f"Qdrant collection {self._collection!r} was built with {found or 'no recorded model'} but "
-            f"the service is configured with {self._pinned}; rebuild it (start once with "
-            "STRATA_RETRIEVAL_REBUILD_ON_MODEL_CHANGE=true, then reindex)",
+            f"the service is configured with {self._pins(self._wanted)}; rebuild it (start once with "
+            "STRATA_RETRIEVAL_REBUILD_ON_MODEL_CHANGE=true)",
             metadata={
-                "index_model": found.get("embedding_model", ""),
-                "configured_model": self._pinned["embedding_model"],
+                "index_model": str(found.get("embedding_model", "")),
+                "configured_model": self._manifest.embedding_model,
                 "collection": self._collection,
             },
         )
 
-    def upsert(self, documents: Sequence[Document], vectors: Vectors) -> None:
-        """Each document as one point with both vectors: the dense row and its text's BM25."""
+    def _pins(self, params: Bm25Params) -> dict[str, Any]:
+        return {**asdict(self._manifest), "bm25": asdict(params)}
+
+    def _metadata(self, collection: str) -> dict[str, Any]:
+        return dict(self._client.get_collection(collection).config.metadata or {})
+
+    def _matches(self, found: dict[str, Any]) -> bool:
+        """Whether a generation with metadata ``found`` can serve as configured: same model, same
+        BM25 ``k`` and ``b``, and the configured ``avg_len`` if one is configured."""
+        built = found.get("bm25") or {}
+        return (
+            {key: found.get(key) for key in asdict(self._manifest)} == asdict(self._manifest)
+            and (built.get("k"), built.get("b")) == (self._wanted.k, self._wanted.b)
+            and isinstance(built.get("avg_len"), float | int)
+            and self._wanted.avg_len in (None, built["avg_len"])
+        )
+
+    def _create_generation(self, name: str, params: Bm25Params) -> None:
+        self._client.create_collection(
+            name,
+            vectors_config={
+                VECTOR_NAME: models.VectorParams(
+                    size=self._manifest.embedding_dimension, distance=models.Distance.COSINE
+                )
+            },
+            sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            metadata=self._pins(params),
+        )
+        self._create_payload_indexes(name)
+
+    @property
+    def bm25_params(self) -> Bm25Params:
+        """The parameters of the serving generation (``avg_len`` as measured or configured)."""
+        return self._params
+
+    @property
+    def generation(self) -> str:
+        """The physical collection the alias points at now."""
+        serving = generations.current(self._client, self._collection)
+        assert serving is not None, "the alias exists from the moment the index is open"
+        return serving
+
+    def rebuild(self, embed: Embed, *, page_size: int = REBUILD_PAGE) -> str:
+        """Build the next generation from the serving one's points, swap the alias onto it and drop
+        the serving one; returns the new generation's name.
+
+        Searches keep reading the serving generation through the alias until the swap. Writes made
+        through this index meanwhile go to both, and each page is copied under the write lock from
+        the serving generation as it is then, so no write is lost or undone by the copy. Writes other
+        processes make meanwhile reach only the old generation: run MemoryService's every-tenant
+        Reindex after a rebuild beside other replicas. Dense vectors are copied when the model is
+        unchanged and embedded again with ``embed`` otherwise. On any failure the new generation is
+        dropped and the alias stays where it was.
+        """
+        serving = self.generation
+        reuse_vectors = self._matches_model(self._metadata(serving))
+        avg_len = self._wanted.avg_len or self._mean_length() or DEFAULT_AVG_LEN
+        params = replace(self._wanted, avg_len=float(avg_len))
+        numbers = generations.generations(self._client, self._collection)
+        for stale in numbers.values():
+            if stale != serving:  # left by a build that died before dropping it
+                self._client.delete_collection(stale)
+        building = _Building(
+            generations.generation_name(self._collection, max(numbers, default=0) + 1), _bm25(params)
+        )
+        self._create_generation(building.collection, params)
+        try:
+            with self._writes:
+                self._building = building
+            for keys in self._key_pages(page_size):
+                with self._writes:
+                    self._copy(keys, building, embed, reuse_vectors)
+            with self._writes:
+                generations.swap(self._client, self._collection, serving, building.collection)
+                self._building = None
+                self._params, self._bm25 = params, building.bm25
+        except BaseException:
+            with self._writes:
+                self._building = None
+            self._client.delete_collection(building.collection)
+            raise
+        if serving != self._collection:
+            self._client.delete_collection(serving)
+        log.info("collection %r now served by %s (%s)", self._collection, building.collection, params)
+        return building.collection
+
+    def _matches_model(self, found: dict[str, Any]) -> bool:
+        return {key: found.get(key) for key in asdict(self._manifest)} == asdict(self._manifest)
+
+    def _mean_length(self) -> float | None:
+        """The serving generation's mean document length in BM25 tokens; None when it is empty."""
+        total = count = 0
+        for records in self._pages(page_size=REBUILD_PAGE, with_payload=["text"]):
+            total += sum(generations.document_length(str((r.payload or {})["text"])) for r in records)
+            count += len(records)
+        return total / count if count else None
+
+    def _key_pages(self, page_size: int) -> Iterator[list[str]]:
+        for records in self._pages(page_size=page_size, with_payload=False):
+            yield [str(record.id) for record in records]
+
+    def _pages(self, *, page_size: int, with_payload: bool | list[str]) -> Iterator[list[models.Record]]:
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, offset = self._client.scroll(  # type: ignore[assignment]  # REST ids only
+                self._collection, limit=page_size, offset=offset, with_payload=with_payload
+            )
+            if records:
+                yield records
+            if offset is None:
+                return
+
+    def _copy(self, keys: list[str], building: _Building, embed: Embed, reuse_vectors: bool) -> None:
+        """These keys' points as the serving generation holds them now, into ``building``."""
+        records = self._client.retrieve(
+            self._collection,
+            ids=keys,
+            with_payload=True,
+            with_vectors=[VECTOR_NAME] if reuse_vectors else False,
+        )
+        if not records:
+            return
+        documents = [from_payload(record.payload or {}) for record in records]
+        if reuse_vectors:
+            dense = [list(_dense(record.vector)) for record in records]
+        else:
+            dense = [row.tolist() for row in embed([document.text for document in documents])]
         points = [
             models.PointStruct(
+                id=str(record.id),
+                vector={VECTOR_NAME: vector, SPARSE_NAME: _sparse(building.bm25, document.text)},
+                payload=record.payload,
+            )
+            for record, document, vector in zip(records, documents, dense, strict=True)
+        ]
+        self._client.upsert(building.collection, points=points, wait=True)
+
+    def upsert(self, documents: Sequence[Document], vectors: Vectors) -> None:
+        """Each document as one point with both vectors: the dense row and its text's BM25 (into
+        the generation being built too, if any)."""
+        with self._writes:
+            self._client.upsert(
+                self._collection, points=self._points(self._bm25, documents, vectors), wait=True
+            )
+            if self._building is not None:
+                points = self._points(self._building.bm25, documents, vectors)
+                self._client.upsert(self._building.collection, points=points, wait=True)
+
+    def _points(
+        self, bm25: qe.Bm25, documents: Sequence[Document], vectors: Vectors
+    ) -> list[models.PointStruct]:
+        return [
+            models.PointStruct(
                 id=doc.key,
-                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: self._document_sparse(doc.text)},
+                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: _sparse(bm25, doc.text)},
                 payload=to_payload(doc),
             )
             for doc, row in zip(documents, vectors, strict=True)
         ]
-        self._client.upsert(self._collection, points=points, wait=True)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        with self._writes:
+            super().delete(keys)
+            if self._building is not None and keys:
+                selector = models.PointIdsList(points=list(keys))
+                self._client.delete(self._building.collection, points_selector=selector, wait=True)
 
     def search_text(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
         request = self._text_request(text, flt, limit)
@@ -151,10 +331,6 @@ class QdrantServerIndex(QdrantCollectionIndex):
             with_payload=False,
         )
 
-    def _document_sparse(self, text: str) -> models.SparseVector:
-        sparse = self._bm25.embed_document(text)
-        return models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-
 
 class SparseTextLeg:
     """The :class:`~strata_retrieval.legs.TextIndex` of the server engine: a view of the sparse
@@ -179,3 +355,18 @@ class SparseTextLeg:
 
 def _scored(response: models.QueryResponse) -> list[ScoredKey]:
     return [ScoredKey(key=str(point.id), score=float(point.score)) for point in response.points]
+
+
+def _bm25(params: Bm25Params) -> qe.Bm25:
+    assert params.avg_len is not None
+    return qe.Bm25(qe.Bm25Config(k=params.k, b=params.b, avg_len=params.avg_len, language="english"))
+
+
+def _sparse(bm25: qe.Bm25, text: str) -> models.SparseVector:
+    sparse = bm25.embed_document(text)
+    return models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+
+
+def _dense(vector: Any) -> list[float]:
+    """The dense vector of a retrieved point's named vectors."""
+    return list(vector[VECTOR_NAME])

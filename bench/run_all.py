@@ -5,6 +5,11 @@
     python -m bench.run_all --large      # make bench-large: 10k, 100k and 1M documents (perf_large.json)
     python -m bench.run_all --report-only
 
+The replica scenario (``bench/replicas.py``: MemoryService on 1-3 replicas over PostgreSQL beside
+SQLite, and the outbox with 1 and 3) runs last and also writes ``bench/results/replicas.json``; it
+needs PostgreSQL at ``STRATA_TEST_POSTGRES_URL`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``)
+and is recorded as skipped, saying why, when there is none.
+
 Results go to ``bench/results/perf*.json``; ``bench/REPORT.md`` and ``bench/plots/*.png`` are
 generated from ``perf.json`` (and ``perf_large.json`` when present). Progress is printed as it goes.
 """
@@ -23,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import replicas
 from bench.perf import large, memory_bench, report, retrieval_bench
 from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
@@ -91,6 +97,11 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     results: dict[str, Any] = {"memory": memory_bench.run(_fresh(work / "memory"), times)}
     sizes = QUICK_SIZES if quick else FULL_SIZES
     results["retrieval"] = retrieval_bench.run(_fresh(work / "retrieval"), sizes, times, deadline=deadline)
+    results["replicas"] = replicas.run_or_skip(_fresh(work / "replicas"), quick=quick)
+    if not quick and "skipped" not in results["replicas"]:
+        (RESULTS / "replicas.json").write_text(
+            json.dumps(results["replicas"], indent=1) + "\n", encoding="utf-8"
+        )
     command = "make bench" + (" (python -m bench.run_all --quick)" if quick else "")
     results["meta"] = _meta(command, started, load_before, ticks) | {"durations": times.__dict__}
     out = RESULTS / ("perf_quick.json" if quick else "perf.json")

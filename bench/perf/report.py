@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.perf import plots
+from bench.perf import plots, replicas_report
 from bench.perf.host import NOTICEABLE_STEAL_PERCENT
 
 BENCH = Path(__file__).resolve().parent.parent
@@ -109,6 +109,7 @@ def targets(perf: dict[str, Any], large: dict[str, Any] | None) -> list[str]:
     else:
         lines.append("| hybrid search and ingest at 100k | 100k was not reached in this run | not measured |")
     lines.append(_growth(perf, large))
+    lines += replicas_report.target_rows(perf.get("replicas", {}))
     return lines
 
 
@@ -301,6 +302,13 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
         "",
     ]
     text += ingest_notes(retrieval)
+    if "replicas" in perf:
+        text += [
+            "",
+            "## MemoryService replicas on PostgreSQL",
+            "",
+            *replicas_report.section(perf["replicas"]),
+        ]
     if large:
         text += [
             "",

@@ -76,13 +76,7 @@ def _largest(retrieval: dict[str, Any]) -> str | None:
 
 def targets(perf: dict[str, Any], large: dict[str, Any] | None) -> list[str]:
     memory, retrieval = perf["memory"], perf["retrieval"]
-    lines = ["| target | measured | verdict |", "|---|---|---|"]
-    for name, limit in (("GetBlock", 2), ("RenderMemory", 2)):
-        ratio = memory["ratios"][name]["p50_latency_c1"]
-        lines.append(f"| {name} p50 ≤ {limit}x floor | {ratio:.2f}x | {_mark(ratio <= limit)} |")
-    for name in ("ExecuteTool(memory_replace)", "ExecuteTool(core_memory_append)"):
-        ratio = memory["ratios"][name]["p50_latency_c1"]
-        lines.append(f"| {name} p50 ≤ 4x floor (durable) | {ratio:.2f}x | {_mark(ratio <= 4)} |")
+    lines = ["| target | measured | verdict |", "|---|---|---|", *memory_targets(memory)]
     sizes = retrieval["sizes"]
     if "100000" in sizes:
         hybrid = sizes["100000"]["grpc"]["hybrid_c1"]["latency_ms"]
@@ -110,6 +104,34 @@ def targets(perf: dict[str, Any], large: dict[str, Any] | None) -> list[str]:
         lines.append("| hybrid search and ingest at 100k | 100k was not reached in this run | not measured |")
     lines.append(_growth(perf, large))
     lines += replicas_report.target_rows(perf.get("replicas", {}))
+    return lines
+
+
+def memory_targets(memory: dict[str, Any]) -> list[str]:
+    """MemoryService's latency targets (p50 at c=1): the verdict of record against the bare grpc.aio
+    floor, the ratio to MemoryService's own health check beside it (runs before 2026-12-03 18:00
+    measured only the latter)."""
+    found = memory.get("targets")
+    if not found:
+        return [
+            f"| {name} p50 ≤ {limit}x floor (MemoryService's health check) | "
+            f"{memory['ratios'][name]['p50_latency_c1']:.2f}x | "
+            f"{_mark(memory['ratios'][name]['p50_latency_c1'] <= limit)} |"
+            for name, limit in (("GetBlock", 2), ("RenderMemory", 2))
+        ]
+    bare = memory["bare_floor"]
+    runs = [bare[k]["latency_ms"]["p50"] for k in ("c1", "c1_after") if k in bare]
+    own = memory["floor"]["c1"]["latency_ms"]["p50"]
+    lines = []
+    for name, target in found.items():
+        durable = " (durable)" if name.startswith("ExecuteTool") else ""
+        lines.append(
+            f"| {name} p50 ≤ {target['limit']:g}x the bare grpc.aio floor{durable} | "
+            f"{_ms(target['p50_ms'])} ms = **{target['ratio_bare']:.2f}x** bare "
+            f"({' / '.join(_ms(r) for r in runs)} ms before / after); {target['ratio_own']:.2f}x "
+            f"MemoryService's health ({_ms(own)} ms, {_mark(target['met_own'])} against it) | "
+            f"{_mark(target['met'])} |"
+        )
     return lines
 
 
@@ -169,12 +191,17 @@ def memory_section(memory: dict[str, Any]) -> list[str]:
     bare = memory.get("bare_floor")
     if bare:
         c1 = bare["c1"]["latency_ms"]
+        after = bare.get("c1_after")
+        again = f" (p50 {_ms(after['latency_ms']['p50'])} ms after the operations at c=1)" if after else ""
+        targets = memory.get("targets", {})
+        vs_bare = ", ".join(f"{name} {t['ratio_bare']:.2f}x" for name, t in targets.items())
         lines += [
             "",
             "A bare `grpc.aio` server (health service only, no interceptors or reflection) answers the same "
-            f"call in p50 {_ms(c1['p50'])} ms / p99 {_ms(c1['p99'])} ms at c=1 and {bare['c32']['rps']:.0f} "
-            "calls/s at c=32; the floor above is measured on MemoryService itself, so the ratios isolate "
-            "the operations' own cost.",
+            f"call in p50 {_ms(c1['p50'])} ms / p99 {_ms(c1['p99'])} ms at c=1{again} and "
+            f"{bare['c32']['rps']:.0f} calls/s at c=32. The table's ratios are to MemoryService's own "
+            "health check (they isolate the operations' own cost)"
+            + (f"; to the bare floor, p50 at c=1: {vs_bare}." if vs_bare else "."),
         ]
     errors = {
         f"{name} c={c[1:]}": run["status_codes"]
@@ -352,8 +379,10 @@ METHOD = [
     "generator `strata.loadtest` (Python `grpc.aio`; ghz is not installable here). Client and servers "
     "share the machine's 2 cores, as they did for the floor in the dependency notes (section 1).",
     "- Latency: one client process, one call in flight, after a warm-up. Throughput: two client "
-    "processes sharing 8 or 32 calls in flight. The floor is `grpc.health.v1.Health/Check` on the same "
-    "server process, so each ratio is the cost of the operation over a bare call through that server.",
+    "processes sharing 8 or 32 calls in flight. MemoryService's table divides by "
+    "`grpc.health.v1.Health/Check` on the same server process (the cost of the operation over a call "
+    "through that server); the latency targets are judged against the same call on a bare `grpc.aio` "
+    "server (health service only) measured in the same run, just before and after the operations at c=1.",
     "- Edits are real `ExecuteTool` calls: `memory_replace` moves a unique counter in a block each "
     "worker owns; `core_memory_append` appends a line (each worker rotates over its own agents so "
     "blocks stay within their limit). SQLite commits each edit with `synchronous=FULL` before replying.",

@@ -67,7 +67,7 @@ class Database:
     def _engine(self, url: str, *, immediate: bool, busy_timeout_ms: int) -> Engine:
         if self.is_sqlite:
             engine = create_engine(url, hide_parameters=True)  # errors and logs never carry memory text
-            _configure_sqlite(engine, immediate=immediate, busy_timeout_ms=busy_timeout_ms)
+            _configure_sqlite(engine, busy_timeout_ms=busy_timeout_ms)
             return engine
         return create_engine(
             url,
@@ -81,7 +81,9 @@ class Database:
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
         with self._writer.connect() as connection:
-            if not self.is_sqlite:
+            if self.is_sqlite:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
@@ -90,12 +92,16 @@ class Database:
     @contextlib.contextmanager
     def reading(self) -> Iterator[Connection]:
         with self._reader.connect() as connection, connection.begin():
+            if self.is_sqlite:
+                connection.exec_driver_sql("BEGIN")
             yield connection
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[Connection]:
         """A transaction that holds the write lock from its first statement and commits on exit."""
         with self._writer.connect() as connection, connection.begin():
+            if self.is_sqlite:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
             yield connection
 
     async def read(self, work: Callable[[Connection], T]) -> T:
@@ -226,17 +232,21 @@ def _ensure_parent_dir(url: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _configure_sqlite(engine: Engine, *, immediate: bool, busy_timeout_ms: int) -> None:
+def _configure_sqlite(engine: Engine, *, busy_timeout_ms: int) -> None:
+    """WAL, durable commits, foreign keys and a busy timeout on every connection.
+
+    The driver's own transaction handling is off (``isolation_level = None``): ``reading`` and
+    ``writing`` send ``BEGIN`` / ``BEGIN IMMEDIATE`` themselves. A connection-level ``begin`` event
+    would do the same, but any such event makes SQLAlchemy dispatch its execution events around every
+    statement (measured: bench/perf/findings.md).
+    """
+
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None  # let SQLAlchemy's begin event issue BEGIN itself
+        dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def on_begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

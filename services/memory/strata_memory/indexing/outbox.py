@@ -26,7 +26,7 @@ import os
 import random
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
@@ -60,6 +60,15 @@ class OutboxPolicy:
     """RetrievalService's receive limit (its ``max_message_bytes``)."""
     lease_seconds: float = 30.0
     """How long a claimed job stays with this worker before another may take it over."""
+
+
+async def waited(wait: Coroutine[object, object, object], seconds: float) -> None:
+    """Await ``wait`` for at most ``seconds``. Not ``asyncio.wait_for``: on Python 3.11 it drops a
+    cancellation that lands as ``wait`` completes (a wake-up in the same instant as ``stop()``), which
+    kept a stopped worker waiting forever; ``asyncio.timeout`` keeps it."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await wait
 
 
 def smallest_share_first(jobs: Sequence[IndexJob]) -> list[IndexJob]:
@@ -121,8 +130,7 @@ class OutboxWorker:
     async def _next_delivery(self) -> None:
         """Return after the next acknowledged batch, or after one poll interval."""
         async with self._delivered:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._delivered.wait(), timeout=self._policy.idle_poll_seconds)
+            await waited(self._delivered.wait(), self._policy.idle_poll_seconds)
 
     async def _run(self) -> None:
         while True:
@@ -136,8 +144,7 @@ class OutboxWorker:
                     self._delivered.notify_all()
                 continue
             self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=self._policy.idle_poll_seconds)
+            await waited(self._wake.wait(), self._policy.idle_poll_seconds)
 
     async def claim(self) -> list[IndexJob]:
         """Lease the next batch: up to the window's jobs, dealt round robin over waiting tenants."""

@@ -36,6 +36,10 @@ class MemorySettings(ServingSettings):
     outbox_max_attempts: int = Field(default=8, ge=1)
     """Times RetrievalService may refuse one document before its job is parked (AdminService lists
     parked jobs and retries them). Unreachability never parks anything."""
+    outbox_idle_poll_seconds: float = Field(default=1.0, gt=0)
+    """How often an idle outbox worker looks for jobs nobody told it about: retries that came due, and
+    on SQLite nothing else (its own writes wake it). On PostgreSQL other replicas' writes wake it too,
+    through ``LISTEN``/``NOTIFY`` (``store/notices.py``), so this is a fallback for a lost notice."""
     outbox_lease_seconds: float = Field(default=30.0, gt=0)
     """A claimed job stays with its worker this long; then another replica's worker may take it over."""
     archival_vector_weight: float = 1.0

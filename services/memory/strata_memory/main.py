@@ -37,6 +37,7 @@ from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.servicer import MemoryOperations, MemoryServicer
 from strata_memory.store.database import Database
+from strata_memory.store.notices import JobNotices
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
@@ -59,6 +60,8 @@ class MemoryServer:
     database: Database
     outbox: OutboxWorker
     retrieval: RetrievalClient
+    notices: JobNotices
+    """Wakes the outbox worker when another replica commits jobs (PostgreSQL LISTEN/NOTIFY)."""
 
     @property
     def address(self) -> str:
@@ -69,6 +72,7 @@ class MemoryServer:
         await self.close()
 
     async def close(self) -> None:
+        await self.notices.stop()
         await self.outbox.stop()
         await self.retrieval.close()
         self.database.close()
@@ -146,6 +150,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
             max_attempts=settings.outbox_max_attempts,
             max_request_bytes=settings.retrieval_max_message_bytes,
             lease_seconds=settings.outbox_lease_seconds,
+            idle_poll_seconds=settings.outbox_idle_poll_seconds,
         ),
         context_turns=settings.recall_context_turns,
     )
@@ -176,8 +181,10 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         registry.register(OutboxCollector(database))
     await server.start()
     outbox.start()
+    notices = JobNotices(settings.database_url, outbox.notify)
+    notices.start()
     await server.mark_serving()
-    return MemoryServer(server, database, outbox, retrieval)
+    return MemoryServer(server, database, outbox, retrieval, notices)
 
 
 def _auth_interceptors(settings: MemorySettings, database: Database) -> list[AuthInterceptor]:

@@ -1,6 +1,8 @@
 """docker-compose.cluster.yml cannot run here (no Docker engine); check what can be: two MemoryService
-replicas on one PostgreSQL database, every dependency healthy first, settings the services read, and
-no port of PostgreSQL or Qdrant published."""
+replicas on one PostgreSQL database, two RetrievalService replicas on the server engine (both legs in
+Qdrant, nothing on their disk) that MemoryService balances over, Qdrant's key on the server and on
+every client of it, every dependency healthy first, settings the services read, pinned images, and no
+port of PostgreSQL, Qdrant or RetrievalService published."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import yaml
 from sqlalchemy import make_url
 
 from strata_memory.config import MemorySettings
-from strata_retrieval.settings import RetrievalSettings
+from strata_retrieval.settings import RetrievalSettings, VectorBackend
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLICAS = ("memory-1", "memory-2")
@@ -31,7 +33,7 @@ def test_two_memory_replicas_share_one_postgresql_database(services: dict[str, A
     url = make_url(re.sub(r"\$\{[^}]*\}", "secret", urls.pop()))
     assert (url.get_backend_name(), url.get_driver_name(), url.host) == ("postgresql", "psycopg", "postgres")
     for name in REPLICAS:
-        assert services[name]["environment"]["STRATA_MEMORY_RETRIEVAL_ADDRESS"] == "retrieval:50052"
+        assert services[name]["environment"]["STRATA_MEMORY_RETRIEVAL_ADDRESS"] == "dns:///retrieval:50052"
         assert services[name]["depends_on"] == {
             "postgres": {"condition": "service_healthy"},
             "retrieval": {"condition": "service_healthy"},
@@ -41,8 +43,34 @@ def test_two_memory_replicas_share_one_postgresql_database(services: dict[str, A
 def test_replicas_publish_distinct_ports_on_loopback_only(services: dict[str, Any]) -> None:
     published = [port for name in REPLICAS for port in services[name]["ports"]]
     assert published == ["127.0.0.1:50061:50051", "127.0.0.1:50062:50051"]
-    assert "ports" not in services["postgres"]
-    assert "ports" not in services["qdrant"]
+    for name in ("postgres", "qdrant", "retrieval"):  # reached only over the compose network
+        assert "ports" not in services[name], name
+        assert "network_mode" not in services[name], name  # "host" would put them on every interface
+
+
+def test_two_retrieval_replicas_on_the_server_engine_keep_nothing_on_their_disk(
+    services: dict[str, Any],
+) -> None:
+    retrieval = services["retrieval"]
+    assert retrieval["deploy"]["replicas"] == 2
+    environment = retrieval["environment"]
+    assert VectorBackend(environment["STRATA_RETRIEVAL_VECTOR_BACKEND"]) is VectorBackend.SERVER
+    assert environment["STRATA_RETRIEVAL_QDRANT_URL"] == "http://qdrant:6333"
+    assert "volumes" not in retrieval  # both legs live in Qdrant; the model cache is rebuilt on start
+    assert retrieval["depends_on"] == {"qdrant": {"condition": "service_healthy"}}
+
+
+def test_qdrant_and_each_of_its_clients_use_the_same_key(services: dict[str, Any]) -> None:
+    key = services["qdrant"]["environment"]["QDRANT__SERVICE__API_KEY"]
+    assert key.startswith("${QDRANT_API_KEY:?")
+    assert services["retrieval"]["environment"]["STRATA_RETRIEVAL_QDRANT_API_KEY"] == key
+
+
+def test_every_image_is_pinned_to_a_release(services: dict[str, Any]) -> None:
+    images = {name: service["image"] for name, service in services.items() if "image" in service}
+    assert set(images) == {"postgres", "qdrant"}
+    for name, image in images.items():
+        assert re.fullmatch(r"[\w./-]+:v?\d+\.\d+(\.\d+)?(-[\w.]+)?", image), f"{name}: {image}"
 
 
 def test_every_service_has_a_health_check(services: dict[str, Any]) -> None:

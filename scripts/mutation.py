@@ -268,7 +268,7 @@ def summarise(
 
 
 @contextmanager
-def _locked() -> Iterator[None]:
+def results_lock() -> Iterator[None]:
     STAGING.mkdir(parents=True, exist_ok=True)
     with (STAGING / ".results.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -321,7 +321,7 @@ def record(target: Target) -> dict[str, object]:
     found = survivors_of(target, by_module)
     RESULTS.mkdir(parents=True, exist_ok=True)
     json_path, survivors_path = RESULTS / "mutation.json", RESULTS / "mutation_survivors.txt"
-    with _locked():
+    with results_lock():
         existing = json.loads(json_path.read_text()) if json_path.exists() else {}
         json_path.write_text(json.dumps(merge_report(existing, target, by_module, summary), indent=2) + "\n")
         text = survivors_path.read_text() if survivors_path.exists() else ""

@@ -57,6 +57,15 @@ def test_limit_out_of_range_is_an_invalid_argument_naming_the_field(limit: int) 
     assert caught.value.field_violations[0][0] == "limit"
 
 
+def test_limit_messages_say_the_range() -> None:
+    with pytest.raises(InvalidArgument) as low:
+        validate_limit(0, field="block.limit")
+    assert low.value.message == "block.limit: must be positive, got 0"
+    with pytest.raises(InvalidArgument) as high:
+        validate_limit(MAX_BLOCK_LIMIT + 1)
+    assert high.value.message == "limit: must be at most 2147483647 (int32), got 2147483648"
+
+
 def test_limit_change_to_exactly_the_current_length_is_accepted() -> None:
     check_limit_change(Block("x", "abcd", limit=100), 4)
 

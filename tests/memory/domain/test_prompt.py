@@ -47,6 +47,11 @@ def test_metadata_matches_design_example_exactly() -> None:
     )
 
 
+def test_one_archival_memory_is_shown() -> None:
+    text = render_memory_metadata(_stats(archival_count=1, archival_tags=()))
+    assert "- 1 total memories you created are stored in archival memory (use tools to access them)\n" in text
+
+
 def test_metadata_without_archival_or_tags_omits_both_lines() -> None:
     text = render_memory_metadata(_stats(message_count=0, archival_count=0, archival_tags=()))
     assert text == (

@@ -121,3 +121,10 @@ def test_unicode_length_counts_code_points_not_bytes_or_graphemes() -> None:
     # 15 code points: the emoji is one, "e" + U+0301 is two, CJK characters are one each.
     assert len(UNICODE.value) == 15
     assert len(UNICODE.value.encode()) > 15
+
+
+def test_git_render_keeps_trailing_spaces_and_tabs_of_a_value() -> None:
+    blocks = [Block("system/persona", "me\t \n"), Block("system/notes/todo", "buy tea  \n", description="d")]
+    text = compile_memory(blocks, [], RenderMode.GIT)
+    assert "<projection>$MEMORY_DIR/system/persona.md</projection>\nme\t \n</self>" in text
+    assert "    <description>d</description>\n    buy tea  \n  </todo>" in text

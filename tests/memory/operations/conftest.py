@@ -1,6 +1,6 @@
 """MemoryService's operations called directly (no gRPC) over a real, migrated SQLite store.
 
-The schema is migrated once per session into a template file; each test gets its own copy, so tests
+The schema is migrated once into a template file; each test gets its own copy, so tests
 are independent and cheap (mutation testing runs these per mutant). The clock is fixed, so stored
 prompts are exact. The outbox worker is stood in for by ``RecordingQueue``, which records wake-ups and
 answers ``wait_delivered`` from the store's job table, as the worker does.
@@ -8,7 +8,10 @@ answers ``wait_delivered`` from the store's job table, as the worker does.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +28,7 @@ from strata_memory.operations.messages import Messages
 from strata_memory.operations.prompts import Prompts
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.store import index_jobs
-from strata_memory.store.database import Database
+from strata_memory.store.database import MIGRATIONS, Database
 from strata_memory.store.records import AgentRecord
 
 NOW = datetime(2026, 8, 1, 18, 24, 28, tzinfo=UTC)
@@ -68,13 +71,21 @@ class Ops:
 
 
 @pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "store.db"
-    database = Database(f"sqlite:///{path}")
-    try:
-        database.migrate()
-    finally:
-        database.close()
+def migrated_template() -> Path:
+    """A store migrated to the newest revision, kept in the temp dir under a digest of the migrations
+    (a new migration makes a new template; sessions share it, since mutation testing starts many)."""
+    digest = hashlib.sha256()
+    for migration in sorted(MIGRATIONS.rglob("*.py")):
+        digest.update(migration.name.encode() + b"\0" + migration.read_bytes())
+    path = Path(tempfile.gettempdir()) / f"strata-operations-store-{digest.hexdigest()[:16]}.db"
+    if not path.exists():
+        building = path.with_suffix(f".{os.getpid()}.building")
+        database = Database(f"sqlite:///{building}")
+        try:
+            database.migrate()
+        finally:
+            database.close()
+        building.replace(path)  # atomic: a concurrent session sees a whole file or none
     return path
 
 

@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from strata_memory.domain.model import Block, RecompilePolicy
 from strata_memory.indexing.outbox import OutboxWorker
@@ -33,6 +34,7 @@ from strata_serving.errors import InvalidArgument
 from tests.memory.operations.conftest import NOW, TENANT, Ops, agent_record, clock
 from tests.retrieval.service_fixtures import running_service
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 MODELS = Path(__file__).resolve().parents[3] / ".cache" / "test-models"
 
 
@@ -55,25 +57,34 @@ class Searching:
             pass
 
 
-@pytest.fixture
-async def searching(ops: Ops, tmp_path: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterator[Searching]:
-    async with running_service(tmp_path / "retrieval", embedder) as service:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def retrieval(
+    tmp_path_factory: pytest.TempPathFactory, embedder: OnnxSentenceEmbedder
+) -> AsyncIterator[RetrievalClient]:
+    """One RetrievalService for the module: every test's documents are scoped by its own agent."""
+    async with running_service(tmp_path_factory.mktemp("retrieval"), embedder) as service:
         client = RetrievalClient(service.app.address)
-        worker = OutboxWorker(ops.db, client)
-        search = Search(ops.db, client, archival=LegWeights(), recall=LegWeights(depth=40))
-        archives = Archives(ops.db, ops.prompts, worker)
-        external = ExternalTools(archives, search, worker, clock, insert_wait_seconds=0)
         try:
-            yield Searching(
-                ops=ops,
-                worker=worker,
-                search=search,
-                external=external,
-                runner=ToolRunner(ops.db, ops.prompts, clock, external),
-                messages=Messages(ops.db, worker),
-            )
+            yield client
         finally:
             await client.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def searching(ops: Ops, retrieval: RetrievalClient) -> Searching:
+    worker = OutboxWorker(ops.db, retrieval)
+    search = Search(ops.db, retrieval, archival=LegWeights(), recall=LegWeights(depth=40))
+    external = ExternalTools(
+        Archives(ops.db, ops.prompts, worker), search, worker, clock, insert_wait_seconds=0
+    )
+    return Searching(
+        ops=ops,
+        worker=worker,
+        search=search,
+        external=external,
+        runner=ToolRunner(ops.db, ops.prompts, clock, external),
+        messages=Messages(ops.db, worker),
+    )
 
 
 async def _agent(

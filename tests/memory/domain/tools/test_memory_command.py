@@ -133,6 +133,13 @@ def test_create_existing_is_block_exists() -> None:
     assert caught.value.reason == "BLOCK_EXISTS"
 
 
+@pytest.mark.parametrize("command", ["delete", "insert", "str_replace"])
+def test_a_missing_path_names_its_command(command: str) -> None:
+    with pytest.raises(ToolArgumentError) as caught:
+        plan("memory", {"command": command}, ALL)
+    assert caught.value.message == f"memory: 'path' is required for the {command} command."
+
+
 @pytest.mark.parametrize("missing", ["path", "description"])
 def test_create_requires_path_and_description(missing: str) -> None:
     arguments = {"command": "create", "path": "/memories/n", "description": "d"}

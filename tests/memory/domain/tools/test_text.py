@@ -25,6 +25,7 @@ def test_split_lines() -> None:
     [
         ("abc", "x", []),
         ("a\nb\na", "a", [1, 3]),
+        ("a\na\na\na", "a", [1, 2, 3, 4]),
         ("aa\nb", "a", [1]),
         ("aaa", "aa", [1]),
         ("x\na\ncab", "a\nc", [2]),

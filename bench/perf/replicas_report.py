@@ -77,8 +77,14 @@ def _verdict(runs: list[dict[str, Any]], phase: str, cpus: int) -> str:
         ),
         None,
     )
-    where = f"flat from {flat} replica(s)" if flat is not None else "still rising at the largest count"
-    at = runs[-1] if flat is None else next(run for run in runs if run["replicas"] == flat)
+    if flat is None:
+        last = runs[-1][phase]["cores"]
+        ours = sum(last[group] for group in GROUPS)
+        return (
+            f"- {name} on PostgreSQL ({', '.join(steps)}): still rising at {runs[-1]['replicas']} replicas "
+            f"(ours used {ours:.2f} of {cpus} cores, the machine {last['machine_busy']:.2f})."
+        )
+    at = next(run for run in runs if run["replicas"] == flat)
     rate, cores = at[phase]["per_s"], at[phase]["cores"]
     per_call = {group: 1000 * cores[group] / rate for group in GROUPS}
     ours = sum(cores[group] for group in GROUPS)
@@ -90,14 +96,15 @@ def _verdict(runs: list[dict[str, Any]], phase: str, cpus: int) -> str:
             f"CPU-bound: the machine's {cpus} cores were busy ({busy:.2f} of {cpus}), {ours:.2f} of them "
             f"ours and {max(0.0, busy - ours):.2f} other work on the machine. Each call cost {cost} = "
             f"{total:.2f} ms of CPU, so even all {cpus} cores give at most {1000 * cpus / total:.0f}/s "
-            "here; another replica "
-            "adds a process, not a core, so the calls only spread over more processes sharing the same cores"
+            "here; another replica adds a process, not a core, so the calls only spread over more "
+            "processes sharing the same cores"
         )
     else:
         why = (
             f"not CPU-bound ({busy:.2f} of {cpus} cores busy; each call cost {cost} of CPU): the calls "
             "waited, for PostgreSQL's commits and row locks rather than for a processor"
         )
+    where = f"flat from {flat} replica(s)"
     return f"- {name} on PostgreSQL ({', '.join(steps)}): {where}. Why: {why}."
 
 
@@ -135,7 +142,8 @@ def _outbox(runs: list[dict[str, Any]], cpus: int) -> list[str]:
         "every replica sends "
         f"to the same RetrievalService, which spends {per_message:.1f} ms of CPU per message (embedding it, "
         f"then both indexes) against {1000 * c['replicas'] / most['messages_per_s']:.2f} ms in the replicas, "
-        f"so the embedder bounds delivery and more MemoryService replicas cannot raise it; {bound}. Scale "
+        f"so the embedder bounds delivery (at most {1000 * cpus / per_message:.0f} messages/s with all "
+        f"{cpus} cores for it) and more MemoryService replicas cannot raise it; {bound}. Scale "
         "RetrievalService (server engine) for ingest, MemoryService for tool calls and reads.",
     ]
     return lines

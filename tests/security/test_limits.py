@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -15,6 +16,7 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
+from strata_memory.main import MemoryServer
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_serving.admission import TenantConcurrency
 from strata_serving.errors import ResourceExhausted
@@ -24,6 +26,7 @@ from tests.memory.integration.test_durability import free_port
 from tests.security import faults
 from tests.security.conftest import MemoryStub, RetrievalStub, Stack
 
+CREATE_PASSAGES = "/strata.memory.v1.MemoryService/CreatePassages"
 TENANT_A = (("x-strata-tenant", "tenant-a"),)
 TENANT_B = (("x-strata-tenant", "tenant-b"),)
 
@@ -123,7 +126,7 @@ async def test_tenant_concurrency_counts_calls_in_flight_per_tenant() -> None:
 async def test_calls_honour_their_deadline_and_cancellation(tmp_path: Path) -> None:
     nowhere = f"127.0.0.1:{free_port()}"  # RetrievalService down: indexing cannot finish
     async with (
-        faults.memory_server(tmp_path / "m.sqlite3", nowhere) as server,
+        faults.memory_server(tmp_path / "m.sqlite3", nowhere, metrics_address="127.0.0.1:0") as server,
         grpc.aio.insecure_channel(server.address) as channel,
     ):
         stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
@@ -141,8 +144,22 @@ async def test_calls_honour_their_deadline_and_cancellation(tmp_path: Path) -> N
                 agent_id=agent.id, passages=[pb.Passage(text="t")], wait_searchable=True
             )
         )
-        await asyncio.sleep(0.3)
+        assert await faults.wait_until(partial(in_flight_is, server, 1), within=10)  # the server waits on it
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
+        # The server gives up the wait: the handler ends, counted as CANCELLED.
+        assert await faults.wait_until(partial(in_flight_is, server, 0), within=10)
+        assert answered(server, CREATE_PASSAGES, "CANCELLED") == 1
         await stub.GetAgent(api.GetAgentRequest(agent_id=agent.id), timeout=5)  # still serving
+
+
+async def in_flight_is(server: MemoryServer, count: int) -> bool:
+    """Whether ``count`` CreatePassages calls are being handled by ``server`` now."""
+    value = server.grpc.registry.get_sample_value("strata_rpc_in_flight", {"method": CREATE_PASSAGES})
+    return value == count
+
+
+def answered(server: MemoryServer, method: str, code: str) -> float:
+    labels = {"method": method, "code": code}
+    return server.grpc.registry.get_sample_value("strata_rpc_requests_total", labels) or 0.0

@@ -1,7 +1,14 @@
-"""Shared fixtures: the real embedder, built once per test session into a temporary cache."""
+"""Shared fixtures: the real embedder, built once per test session into a temporary cache.
+
+``STRATA_TEST_MODEL_CACHE`` names a folder to keep the built graphs in across sessions instead
+(``make mutation`` sets it: each mutant is a pytest session of its own, and building the int8
+graph takes ~20 s). The graphs are a pure function of the shipped weights, named by their size and
+the graph version, so a kept one is the graph a fresh build would make.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +18,8 @@ from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder, Preci
 
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("models")
+    kept = os.environ.get("STRATA_TEST_MODEL_CACHE")
+    return Path(kept) if kept else tmp_path_factory.mktemp("models")
 
 
 @pytest.fixture(scope="session")

@@ -134,6 +134,7 @@ class OutboxWorker:
 
     async def _run(self) -> None:
         while True:
+            self._wake.clear()  # before the claim: a write announced during this round wakes the next
             try:
                 delivered = await self.deliver_once()
             except Exception:
@@ -143,7 +144,6 @@ class OutboxWorker:
                 async with self._delivered:
                     self._delivered.notify_all()
                 continue
-            self._wake.clear()
             await waited(self._wake.wait(), self._policy.idle_poll_seconds)
 
     async def claim(self) -> list[IndexJob]:

@@ -50,12 +50,14 @@ class Retrieval:
         self.down = False
         self.indexed: list[str] = []
         self.deletes: list[rpb.DeleteDocumentsRequest] = []
+        self.upserted = asyncio.Event()
 
     async def upsert(self, documents: Sequence[rpb.Document]) -> None:
         self._reachable()
         if bad := [d.id for d in documents if d.id in self.refused]:
             raise Refusal(f"cannot index {bad[0]}")
         self.indexed.extend(d.id for d in documents)
+        self.upserted.set()
 
     async def delete(self, request: rpb.DeleteDocumentsRequest) -> None:
         self._reachable()
@@ -313,15 +315,10 @@ async def test_a_write_announced_while_the_worker_finds_nothing_is_not_missed(
     monkeypatch.setattr(sender, "claim", claim_then_a_write_lands)
     sender.start()
     try:
-        assert await asyncio.wait_for(delivered(retrieval, written), timeout=30)
+        await asyncio.wait_for(retrieval.upserted.wait(), timeout=30)
+        assert retrieval.indexed == written
     finally:
         await sender.stop()
-
-
-async def delivered(retrieval: Retrieval, ids: list[str]) -> bool:
-    while not ids or retrieval.indexed != ids:
-        await asyncio.sleep(0.01)
-    return True
 
 
 async def test_wait_delivered_gives_up_after_its_time_and_says_so(db: Database) -> None:

@@ -119,14 +119,24 @@ TARGETS = (
         "services/memory",
         "strata_memory",
         ("strata_memory/indexing/*",),
-        ("tests/memory/indexing", "tests/system"),
+        (
+            "tests/memory/indexing",
+            "tests/memory/domain/test_indexed_text.py",
+            "tests/memory/integration/test_recall_indexing.py",
+            "tests/memory/integration/test_wait_searchable.py",
+        ),
     ),
     Target(
         "retrieval-fusion-engine",
         "services/retrieval",
         "strata_retrieval",
         ("strata_retrieval/fusion.py", "strata_retrieval/engine.py"),
-        ("tests/retrieval/test_fusion.py", "tests/retrieval/test_engine.py", "tests/retrieval/test_ties.py"),
+        (
+            "tests/retrieval/test_fusion.py",
+            "tests/retrieval/test_engine.py",
+            "tests/retrieval/test_engine_scope.py",
+            "tests/retrieval/test_ties.py",
+        ),
     ),
     Target("memfs", "clients/python", "strata", ("strata/memfs/*",), ("tests/memfs",)),
 )
@@ -205,9 +215,10 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float
 
 
 def _environment() -> dict[str, str]:
-    return {
-        k: v for k, v in os.environ.items() if not k.startswith("STRATA_") or k.startswith("STRATA_TEST_")
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_") or k.startswith("STRATA_TEST_")}
+    # each mutant is a pytest session of its own: build the embedder's graph once, not per mutant
+    env.setdefault("STRATA_TEST_MODEL_CACHE", str(STAGING / "models"))
+    return env
 
 
 def run(target: Target, max_children: int, sample: Sample | None) -> dict[str, object]:

@@ -25,9 +25,11 @@ from strata_retrieval.documents import (
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.limits import Limits
+from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
-from strata_serving.errors import InvalidArgument
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
+from strata_serving.errors import FailedPrecondition, InvalidArgument
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 T, U = "tenant-t", "tenant-u"
@@ -302,3 +304,21 @@ def test_an_index_out_of_space_is_reported_as_disk_full_naming_it(
     monkeypatch.setattr(getattr(engine, leg), "upsert", broken)
     with pytest.raises(RuntimeError, match="index corrupted"):  # other failures pass through as they are
         engine.upsert([passage(T, "p1")])
+
+
+def test_only_the_server_engine_rebuilds_behind_an_alias(
+    engine: RetrievalEngine, embedder: OnnxSentenceEmbedder
+) -> None:
+    with pytest.raises(FailedPrecondition, match="VECTOR_BACKEND=server"):
+        engine.rebuild()
+    server = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+    rebuilt = RetrievalEngine(embedder, server, SparseTextLeg(server), EngineConfig())
+    try:
+        rebuilt.upsert(everything(T))
+        first = server.generation
+        generation = rebuilt.rebuild()
+        assert generation != first
+        assert server.generation == generation
+        assert ids(rebuilt, "glucose insulin", SearchMode.FTS)[0] == "p1"  # the documents came along
+    finally:
+        rebuilt.close()

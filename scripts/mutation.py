@@ -164,7 +164,11 @@ def stage(target: Target) -> Path:
         f"source_paths = {_toml_list([target.package])}\n"
         f"only_mutate = {_toml_list(target.mutate)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}\n"
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_order", "-q", "-x"]\n'
+        # pytest-timeout's wall clock (120 s) fails slow tests of an unchanged tree on a loaded machine
+        # at nice 19 ("Failed to run clean test", or a false kill); mutmut's CPU-time limit decides
+        # timeouts, this only ends a mutant that hangs without using CPU
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_order", "-q", "-x",'
+        ' "--timeout=900"]\n'
         f'process_isolation = "{target.isolation}"\n'
         'also_copy = ["mutation_order.py"]\n'
     )

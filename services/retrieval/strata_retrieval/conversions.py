@@ -94,21 +94,26 @@ def document_from_pb(message: pb.Document, where: str, now: Callable[[], datetim
 
 
 def document_to_pb(document: Document) -> pb.Document:
-    return pb.Document(
-        id=document.id,
-        text=document.text,
-        kind=KIND_TO_PB[document.kind],
-        scope=pb.Scope(
-            tenant_id=document.scope.tenant_id,
-            agent_id=document.scope.agent_id,
-            archive_id=document.scope.archive_id,
-            conversation_id=document.scope.conversation_id,
-        ),
-        role=document.role,
-        tags=list(document.tags),
-        created_at=datetime_to_timestamp(document.created_at),
-        metadata=dict(document.metadata),
-    )
+    message = pb.Document()
+    fill_document(message, document)
+    return message
+
+
+def fill_document(message: pb.Document, document: Document) -> None:
+    """Write ``document`` into an empty ``message`` in place (a response's hit builds its document
+    where it will be sent, instead of building one and copying it in)."""
+    message.id = document.id
+    message.text = document.text
+    message.kind = KIND_TO_PB[document.kind]
+    scope, into = document.scope, message.scope
+    into.tenant_id = scope.tenant_id
+    into.agent_id = scope.agent_id
+    into.archive_id = scope.archive_id
+    into.conversation_id = scope.conversation_id
+    message.role = document.role
+    message.tags.extend(document.tags)
+    message.created_at.FromDatetime(document.created_at)
+    message.metadata.update(document.metadata)
 
 
 def filter_from_pb(message: pb.DocumentFilter, where: str = "filter") -> DocumentFilter:
@@ -170,9 +175,16 @@ def search_from_pb(message: pb.SearchRequest, default_weights: LegWeights) -> Se
 
 
 def hit_to_pb(hit: Hit, mode: SearchMode) -> pb.SearchHit:
-    message = pb.SearchHit(
-        document=document_to_pb(hit.document), rrf_score=hit.rrf_score, search_mode=MODE_TO_PB[mode]
-    )
+    message = pb.SearchHit()
+    fill_hit(message, hit, MODE_TO_PB[mode])
+    return message
+
+
+def fill_hit(message: pb.SearchHit, hit: Hit, mode: int) -> None:
+    """Write ``hit`` (found in search mode number ``mode``) into an empty ``message`` in place."""
+    fill_document(message.document, hit.document)
+    message.rrf_score = hit.rrf_score
+    message.search_mode = mode  # type: ignore[assignment]  # an enum number
     if hit.vector_rank is not None:
         message.vector_rank = hit.vector_rank
     if hit.fts_rank is not None:
@@ -181,7 +193,6 @@ def hit_to_pb(hit: Hit, mode: SearchMode) -> pb.SearchHit:
         message.vector_score = hit.vector_score
     if hit.fts_score is not None:
         message.fts_score = hit.fts_score
-    return message
 
 
 def hit_from_pb(message: pb.SearchHit) -> Hit:
@@ -197,9 +208,14 @@ def hit_from_pb(message: pb.SearchHit) -> Hit:
 
 
 def search_result_to_pb(result: SearchResult) -> pb.SearchResponse:
-    return pb.SearchResponse(
-        hits=[hit_to_pb(hit, result.mode) for hit in result.hits], search_mode=MODE_TO_PB[result.mode]
-    )
+    """The response, each hit built in place in its repeated field (measured: ~half the time of
+    building every hit and document apart and copying them in)."""
+    mode = MODE_TO_PB[result.mode]
+    response = pb.SearchResponse(search_mode=mode)
+    add = response.hits.add
+    for hit in result.hits:
+        fill_hit(add(), hit, mode)
+    return response
 
 
 def stats_to_pb(stats: ScopeStats) -> pb.StatsResponse:

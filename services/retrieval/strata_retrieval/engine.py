@@ -43,7 +43,7 @@ from strata_retrieval.documents import (
     document_key,
 )
 from strata_retrieval.embedding.protocol import Embedder
-from strata_retrieval.fusion import Fused, rrf
+from strata_retrieval.fusion import Fused, Ranking, rrf_ranking
 from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
 from strata_retrieval.text_index import query_words
@@ -158,14 +158,14 @@ class RetrievalEngine:
         legs = self._run_legs(query)
         weights = query.weights or self._config.default_weights
         with tracing.span("search.fusion", candidates=sum(len(c) for c in legs.values())):
-            fused = rrf(
+            fused = rrf_ranking(
                 {name: [c.key for c in candidates] for name, candidates in legs.items()},
                 k=query.rrf_k,
                 weights={VECTOR: weights.vector, FTS: weights.fts},
             )
             return SearchResult(hits=self._hits(fused, legs, query.top_k), mode=query.mode)
 
-    def _hits(self, fused: Sequence[Fused], legs: dict[str, list[ScoredKey]], top_k: int) -> tuple[Hit, ...]:
+    def _hits(self, fused: Ranking, legs: dict[str, list[ScoredKey]], top_k: int) -> tuple[Hit, ...]:
         """The best ``top_k`` fused keys as hits, with each leg's rank and raw score; equal scores in
         document id order (as the contract says), not in the storage keys' order that ``rrf`` used."""
         scores = {name: {c.key: c.score for c in candidates} for name, candidates in legs.items()}
@@ -219,25 +219,29 @@ class RetrievalEngine:
         with tracing.span("search.fts_leg", depth=depth):
             return self._text.search(text, flt, depth)
 
-    def _fetch_best(self, fused: Sequence[Fused], top_k: int) -> list[tuple[Fused, Document]]:
+    def _fetch_best(self, fused: Ranking, top_k: int) -> list[tuple[Fused, Document]]:
         """Documents of the first ``top_k`` fused keys that still exist (reading further when some key
         has vanished meanwhile), and of every later key whose score equals the last one's: the ids
         decide which of those tied keys make the cut."""
+        keys, scores = fused.keys, fused.scores
         found: list[tuple[Fused, Document]] = []
         start = 0
-        while top_k > 0 and start < len(fused):
+        while top_k > 0 and start < len(keys):
             if len(found) < top_k:
                 end = start + top_k - len(found)
             else:
                 boundary = found[top_k - 1][0].score
                 end = start
-                while end < len(fused) and fused[end].score == boundary:
+                while end < len(keys) and scores[keys[end]] == boundary:
                     end += 1
                 if end == start:
                     break
-            chunk = fused[start:end]
-            documents = self._vectors.fetch([entry.key for entry in chunk])
-            found.extend((entry, documents[entry.key]) for entry in chunk if entry.key in documents)
+            documents = self._vectors.fetch(keys[start:end])
+            found.extend(
+                (fused.entry(index), documents[keys[index]])
+                for index in range(start, min(end, len(keys)))
+                if keys[index] in documents
+            )
             start = end
         return found
 

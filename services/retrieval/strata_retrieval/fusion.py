@@ -24,6 +24,20 @@ class Fused:
     ranks: Mapping[str, int] = field(default_factory=dict)  # leg name -> 1-based rank in that leg
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """Every fused key, best first, with its score and its 1-based rank in each leg. A search reads
+    only the head of it, so :class:`Fused` entries are built on demand (:meth:`entry`)."""
+
+    keys: list[str]
+    scores: dict[str, float]
+    ranks: dict[str, dict[str, int]]
+
+    def entry(self, index: int) -> Fused:
+        key = self.keys[index]
+        return Fused(key=key, score=self.scores[key], ranks=self.ranks[key])
+
+
 def rrf(
     legs: Mapping[str, Sequence[str]], *, k: float = 60.0, weights: Mapping[str, float] | None = None
 ) -> list[Fused]:
@@ -33,6 +47,14 @@ def rrf(
     counts at its first (best) position only. ``k`` and every weight must
     be finite and >= 0 (``ValueError`` otherwise; callers validate user input before this point).
     """
+    ranking = rrf_ranking(legs, k=k, weights=weights)
+    return [ranking.entry(index) for index in range(len(ranking.keys))]
+
+
+def rrf_ranking(
+    legs: Mapping[str, Sequence[str]], *, k: float = 60.0, weights: Mapping[str, float] | None = None
+) -> Ranking:
+    """:func:`rrf` as a :class:`Ranking`, without building an entry per key."""
     if not (math.isfinite(k) and k >= 0):
         raise ValueError(f"rrf k must be finite and >= 0, got {k}")
     weights = weights or {}
@@ -49,4 +71,4 @@ def rrf(
             key_ranks[leg] = rank
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)  # rank >= 1, k >= 0: never 0
     ordered = sorted(scores, key=lambda key: (-scores[key], key))
-    return [Fused(key=key, score=scores[key], ranks=ranks[key]) for key in ordered]
+    return Ranking(keys=ordered, scores=scores, ranks=ranks)

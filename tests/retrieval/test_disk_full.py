@@ -32,7 +32,7 @@ from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_serving.status import error_info_from
-from tests.memory.integration.test_durability import ServerProcess, free_port
+from tests.memory_process import free_port, wait_serving
 from tests.retrieval.service_fixtures import MEMORIES, TENANT, passage, search
 from tests.security.faults import indexed, memory_server, wait_until
 
@@ -78,7 +78,7 @@ class RetrievalOnTmpfs:
         return Path(f"/proc/{self.process.pid}/root") / self.mount_point.relative_to("/")
 
     async def wait_serving(self) -> None:
-        await ServerProcess.wait_serving(self, 90.0)  # type: ignore[arg-type]  # same address protocol
+        await wait_serving(self.address, 90.0)
 
     @contextlib.contextmanager
     def full(self) -> Iterator[None]:

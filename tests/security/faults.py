@@ -35,7 +35,7 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
-from tests.memory.integration.test_durability import ServerProcess, free_port
+from tests.memory_process import MemoryProcess, free_port, wait_serving
 from tests.security.integrity import store_problems
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ async def memory_kill_9_under_write_load(root: Path, *, writers: int = 8, run_se
     """Writers append messages and block lines; the process is killed mid-load, then restarted."""
     row = Row("kill -9 MemoryService during writes")
     database = root / "kill9.sqlite3"
-    first = ServerProcess(database)
+    first = MemoryProcess(f"sqlite:///{database}")
     attempted: set[str] = set()
     acknowledged: set[str] = set()
     try:
@@ -138,7 +138,7 @@ async def memory_kill_9_under_write_load(root: Path, *, writers: int = 8, run_se
     finally:
         if first.process.poll() is None:
             first.kill()
-    second = ServerProcess(database)
+    second = MemoryProcess(f"sqlite:///{database}")
     try:
         await second.wait_serving()
         async with grpc.aio.insecure_channel(second.address) as channel:
@@ -182,7 +182,7 @@ class RetrievalProcess:
         )
 
     async def wait_serving(self, within: float = 90.0) -> None:
-        await ServerProcess.wait_serving(self, within)  # type: ignore[arg-type]  # same address protocol
+        await wait_serving(self.address, within)
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)

@@ -22,7 +22,7 @@ from strata_serving.admission import TenantConcurrency
 from strata_serving.errors import ResourceExhausted
 from strata_serving.status import error_info_from
 from tests.memory.integration.conftest import expect_error
-from tests.memory.integration.test_durability import free_port
+from tests.memory_process import free_port
 from tests.security import faults
 from tests.security.conftest import MemoryStub, RetrievalStub, Stack
 

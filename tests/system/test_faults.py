@@ -13,7 +13,7 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from tests.memory.integration.test_durability import ServerProcess
+from tests.memory_process import MemoryProcess
 from tests.system.conftest import MemoryStub, Pair, RetrievalStub
 
 TOPICS = [
@@ -127,7 +127,7 @@ async def test_jobs_pending_at_kill_9_are_delivered_after_restart(
     await pair.stop_retrieval()
     database = pair.root / "memory.sqlite3"
     monkeypatch.setenv("STRATA_MEMORY_OUTBOX_MAX_BACKOFF_SECONDS", "0.5")
-    first = ServerProcess(database, retrieval_address=pair.retrieval_address)
+    first = MemoryProcess(f"sqlite:///{database}", retrieval_address=pair.retrieval_address)
     try:
         await first.wait_serving()
         async with grpc.aio.insecure_channel(first.address) as channel:
@@ -135,7 +135,7 @@ async def test_jobs_pending_at_kill_9_are_delivered_after_restart(
     finally:
         first.kill()
     await pair.start_retrieval()
-    second = ServerProcess(database, retrieval_address=pair.retrieval_address)
+    second = MemoryProcess(f"sqlite:///{database}", retrieval_address=pair.retrieval_address)
     try:
         await second.wait_serving()
 

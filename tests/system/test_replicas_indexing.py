@@ -17,7 +17,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.memory.integration.test_replicas import Replica
+from tests.memory_process import MemoryProcess
 from tests.store_backends import postgres_schema
 from tests.system.conftest import MemoryStub, Pair, RetrievalStub
 
@@ -42,7 +42,7 @@ async def test_kill_9_of_a_replica_mid_burst_leaves_every_stored_message_indexed
     pair = Pair(tmp_path, system_embedder)
     await pair.start_retrieval()
     replicas = [
-        Replica(
+        MemoryProcess(
             postgres_schema,
             retrieval_address=pair.retrieval_address,
             outbox_lease_seconds="2",

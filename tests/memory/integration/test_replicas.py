@@ -6,83 +6,32 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from tests.hermetic import unreachable_address
 from tests.memory.integration.conftest import Stub
+from tests.memory_process import MemoryProcess
 
 pytestmark = pytest.mark.slow
 HUMAN = pb.BlockRef(label="human")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Replica:
-    """One ``strata-memory`` process on the shared store."""
-
-    def __init__(self, database_url: str, **settings: str) -> None:
-        self.address = f"127.0.0.1:{free_port()}"
-        env = {
-            **os.environ,
-            "STRATA_MEMORY_ADDRESS": self.address,
-            "STRATA_MEMORY_DATABASE_URL": database_url,
-            "STRATA_MEMORY_RETRIEVAL_ADDRESS": unreachable_address(),
-            **{f"STRATA_MEMORY_{name.upper()}": value for name, value in settings.items()},
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "strata_memory.main"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    async def wait_serving(self, within: float = 60.0) -> None:
-        async with grpc.aio.insecure_channel(self.address) as channel:
-            health = health_pb2_grpc.HealthStub(channel)
-            deadline = asyncio.get_running_loop().time() + within
-            while True:
-                try:
-                    reply = await health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-                except grpc.aio.AioRpcError:
-                    pass
-                if asyncio.get_running_loop().time() > deadline:
-                    raise TimeoutError(f"MemoryService at {self.address} did not become SERVING")
-                await asyncio.sleep(0.1)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
-def replica_processes(postgres_schema: str) -> Iterator[list[Replica]]:
-    replicas = [Replica(postgres_schema) for _ in range(3)]
+def replica_processes(postgres_schema: str) -> Iterator[list[MemoryProcess]]:
+    replicas = [MemoryProcess(postgres_schema) for _ in range(3)]
     yield replicas
     for replica in replicas:
         replica.kill()
 
 
 @pytest.fixture
-async def stubs(replica_processes: list[Replica]) -> AsyncIterator[list[Stub]]:
+async def stubs(replica_processes: list[MemoryProcess]) -> AsyncIterator[list[Stub]]:
     for replica in replica_processes:
         if replica.process.poll() is None:
             await replica.wait_serving()
@@ -136,7 +85,7 @@ async def test_32_concurrent_edits_over_three_replicas_keep_every_write(
 
 
 async def test_kill_9_of_one_replica_mid_burst_loses_nothing_acknowledged(
-    stubs: list[Stub], replica_processes: list[Replica]
+    stubs: list[Stub], replica_processes: list[MemoryProcess]
 ) -> None:
     agent = await stubs[0].CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="survivor")))
     acknowledged: list[str] = []

@@ -15,15 +15,12 @@ Each process is its own: kill one replica and the clients carry on with the othe
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import time
 
 from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import URL
 
-from scripts.run_services import wait_serving
+from scripts.run_services import Launcher
 
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/strata"
 DEFAULT_RETRIEVAL_ADDRESS = "127.0.0.1:50060"
@@ -61,41 +58,30 @@ def main() -> int:
     url = make_url(database_url)
     if url.get_backend_name() == "postgresql":
         ensure_database(url)
-    processes: list[subprocess.Popen[bytes]] = []
-    stopping = False
-
-    def stop(_signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    try:
+    with Launcher() as launcher:
         env = {"STRATA_RETRIEVAL_DATA_DIR": ".data/cluster/retrieval"} | environ  # apart from `make run`
-        env |= {"STRATA_RETRIEVAL_ADDRESS": retrieval}
-        processes.append(subprocess.Popen([sys.executable, "-m", "strata_retrieval.main"], env=env))
-        wait_serving(retrieval, processes[-1])
-        print(f"strata: retrieval service SERVING on {retrieval}", file=sys.stderr)
-        for address in replicas:
-            env = environ | {
-                "STRATA_MEMORY_ADDRESS": address,
-                "STRATA_MEMORY_DATABASE_URL": database_url,
-                "STRATA_MEMORY_RETRIEVAL_ADDRESS": retrieval,
-            }
-            processes.append(subprocess.Popen([sys.executable, "-m", "strata_memory.main"], env=env))
-        for address, process in zip(replicas, processes[1:], strict=True):
-            wait_serving(address, process)
-            print(f"strata: memory replica SERVING on {address}", file=sys.stderr)
+        retrieval_process = launcher.spawn(
+            "strata_retrieval.main", env | {"STRATA_RETRIEVAL_ADDRESS": retrieval}
+        )
+        launcher.serving("retrieval service", retrieval, retrieval_process)
+        members = [
+            launcher.spawn(
+                "strata_memory.main",
+                environ
+                | {
+                    "STRATA_MEMORY_ADDRESS": address,
+                    "STRATA_MEMORY_DATABASE_URL": database_url,
+                    "STRATA_MEMORY_RETRIEVAL_ADDRESS": retrieval,
+                },
+            )
+            for address in replicas
+        ]
+        for address, process in zip(replicas, members, strict=True):
+            launcher.serving("memory replica", address, process)
         target = "ipv4:" + ",".join(replicas)
         print(f"strata: cluster ready; clients: --target {target}", file=sys.stderr, flush=True)
-        while not stopping and processes[0].poll() is None and any(p.poll() is None for p in processes[1:]):
-            time.sleep(0.5)
-    finally:
-        for process in reversed(processes):
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in processes:
-            process.wait(timeout=30)
+        # Each process is its own: the cluster carries on while RetrievalService and one replica run.
+        launcher.serve(lambda: retrieval_process.poll() is None and any(p.poll() is None for p in members))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 Each service is its own process (as in production, where each scales on its own); this launcher only
 starts them in order, waits until each reports SERVING, and forwards shutdown signals.
+:class:`Launcher` does that for `make run-cluster` (``scripts/run_cluster.py``) too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -40,31 +43,55 @@ def wait_serving(address: str, process: subprocess.Popen[bytes], within: float =
     raise SystemExit(f"service on {address} did not report SERVING within {within:.0f} s")
 
 
-def main() -> int:
-    processes: list[subprocess.Popen[bytes]] = []
-    stopping = False
+class Launcher:
+    """Service processes started in order and stopped together: on leaving the ``with`` block each
+    still running gets SIGTERM, the last started first, and is waited for. SIGINT and SIGTERM to
+    the launcher end :meth:`serve`."""
 
-    def stop(_signum: int, _frame: object) -> None:
-        nonlocal stopping
-        stopping = True
+    def __init__(self) -> None:
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self._stopping = False
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        for name, module, variable, default in SERVICES:
-            address = os.environ.get(variable, default)
-            process = subprocess.Popen([sys.executable, "-m", module])
-            processes.append(process)
-            wait_serving(address, process)
-            print(f"strata: {name} service SERVING on {address}", file=sys.stderr)
-        while not stopping and all(p.poll() is None for p in processes):
-            time.sleep(0.5)
-    finally:
-        for process in reversed(processes):
+    def __enter__(self) -> Launcher:
+        signal.signal(signal.SIGINT, self._stop)
+        signal.signal(signal.SIGTERM, self._stop)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        for process in reversed(self.processes):
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        for process in processes:
+        for process in self.processes:
             process.wait(timeout=30)
+
+    def _stop(self, _signum: int, _frame: object) -> None:
+        self._stopping = True
+
+    def spawn(self, module: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start ``python -m module`` (with ``env``, or this environment)."""
+        process = subprocess.Popen([sys.executable, "-m", module], env=env)
+        self.processes.append(process)
+        return process
+
+    def serving(self, name: str, address: str, process: subprocess.Popen[bytes]) -> None:
+        """Wait until the process reports SERVING on ``address``, and say so."""
+        wait_serving(address, process)
+        print(f"strata: {name} SERVING on {address}", file=sys.stderr, flush=True)
+
+    def serve(self, carry_on: Callable[[], bool]) -> None:
+        """Return on SIGINT/SIGTERM, or once ``carry_on()`` says the services cannot go on."""
+        while not self._stopping and carry_on():
+            time.sleep(0.5)
+
+
+def main() -> int:
+    with Launcher() as launcher:
+        for name, module, variable, default in SERVICES:
+            address = os.environ.get(variable, default)
+            launcher.serving(f"{name} service", address, launcher.spawn(module))
+        launcher.serve(lambda: all(p.poll() is None for p in launcher.processes))
     return 0
 
 

@@ -184,7 +184,7 @@ def run_or_skip(work: Path, *, quick: bool = False) -> dict[str, Any]:
 def run(work: Path, postgres: str = DEFAULT_POSTGRES, *, quick: bool = False) -> dict[str, Any]:
     """The whole scenario (a few minutes); the dict ``replicas.json`` holds and the report reads."""
     sizes = QUICK if quick else {"rounds": ROUNDS, "edits": EDITS, "reads": READS}
-    load_before, ticks = os.getloadavg(), cpu_ticks()
+    load_before, ticks, started = os.getloadavg(), cpu_ticks(), time.monotonic()
     clusters = [Cluster(backend, replicas, postgres, work) for backend, replicas in CONFIGS]
     try:
         for cluster in clusters:
@@ -209,6 +209,7 @@ def run(work: Path, postgres: str = DEFAULT_POSTGRES, *, quick: bool = False) ->
             "load_before": [round(x, 2) for x in load_before],
             "load_after": [round(x, 2) for x in os.getloadavg()],
             "cpu_steal_percent": steal_percent(ticks, cpu_ticks()),
+            "wall_s": round(time.monotonic() - started, 1),
             "note": "load generator, replicas, RetrievalService and PostgreSQL share this machine's cores",
         },
     }

@@ -31,7 +31,8 @@ def section(found: dict[str, Any]) -> list[str]:
         return [f"Not measured in this run: {found['skipped']}"]
     meta = found["meta"]
     lines = [
-        f"`{meta['command']}` (also part of `make bench`): {meta['concurrency']} calls in flight, one agent "
+        f"`{meta['command']}` (also part of `make bench`{_took(meta)}): {meta['concurrency']} calls in "
+        "flight, one agent "
         f"each, the median of {meta['rounds']} interleaved rounds; one client balances round robin over the "
         f"replicas (`ipv4:a,b,c`). Load average before {meta['load_before']}, after {meta['load_after']}; "
         f"{meta['cpu_steal_percent']} % of the CPU time stolen by the host. Cores: CPU each process group "
@@ -54,6 +55,10 @@ def section(found: dict[str, Any]) -> list[str]:
     lines += ["", *(_verdict(postgres, phase, meta["cpus"]) for phase in ("tool_edit", "get_block"))]
     lines += _outbox(found.get("outbox", []), meta["cpus"])
     return lines
+
+
+def _took(meta: dict[str, Any]) -> str:
+    return f"; {meta['wall_s'] / 60:.1f} min" if "wall_s" in meta else ""
 
 
 def _rounds(phase: dict[str, Any]) -> str:

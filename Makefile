@@ -116,11 +116,12 @@ bench: install ## latency/throughput vs the gRPC floor, search at 1k-100k docs (
 bench-large: install ## search and ingest up to 1M documents (generated vectors; long): bench/results/perf_large.json
 	$(PY) -m bench.run_all --large
 
-bench-quality: install ## SciFact retrieval quality (nDCG@10, Recall@100) per search mode
-	$(PY) -m bench.quality_scifact
+bench-quality: install ## SciFact quality (nDCG@10, Recall@100) per mode, embedded and server engines side by side
+	$(PY) -m bench.quality_scifact --engine both
 
-bench-locomo: install ## LoCoMo evidence recall through conversation_search
+bench-locomo: install ## LoCoMo evidence recall through conversation_search; then both engines side by side
 	$(PY) -m bench.locomo_recall
+	$(PY) -m bench.locomo_engines --engine both
 
 clean: ## remove the virtual environment, caches and local data
 	rm -rf $(VENV) .data .cache .pytest_cache .mypy_cache .ruff_cache

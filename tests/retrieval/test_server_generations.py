@@ -22,6 +22,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
+from strata_retrieval import rebuild
 from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, document_key
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.manifest import IndexManifest
@@ -257,3 +258,41 @@ async def test_a_new_model_rebuilds_the_documents_behind_the_alias_at_start(
         assert metadata["embedding_model"] == embedder.name
     finally:
         client.close()
+
+
+def test_the_rebuild_command_moves_the_alias_to_a_new_generation(
+    tmp_path: Path,
+    embedder: OnnxSentenceEmbedder,
+    model_cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = str(tmp_path / "qdrant")
+    index = QdrantServerIndex(url, IndexManifest(embedder.name, embedder.dimension))
+    documents = [doc(doc_id, text) for doc_id, text in TEXTS.items()]
+    index.upsert(documents, embedder.embed_documents([d.text for d in documents]))
+    index.close()
+    for name, value in {
+        "VECTOR_BACKEND": "server",
+        "QDRANT_URL": url,
+        "MODEL_CACHE_DIR": str(model_cache),
+        "DATA_DIR": str(tmp_path / "data"),
+    }.items():
+        monkeypatch.setenv(f"STRATA_RETRIEVAL_{name}", value)
+    rebuild.main()
+    assert capsys.readouterr().out == f"{ALIAS} now served by {ALIAS}__g2\n"
+    reopened = QdrantServerIndex(url, IndexManifest(embedder.name, embedder.dimension))
+    try:
+        assert collections(reopened) == {f"{ALIAS}__g2"}
+        assert reopened.bm25_params.avg_len == pytest.approx(
+            fmean(generations.document_length(text) for text in TEXTS.values())
+        )
+        assert text_ids(reopened, "Miso")[:1] == ["cat"]
+    finally:
+        reopened.close()
+
+
+def test_the_rebuild_command_refuses_the_embedded_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STRATA_RETRIEVAL_VECTOR_BACKEND", "edge")
+    with pytest.raises(SystemExit, match="must be 'server'"):
+        rebuild.main()

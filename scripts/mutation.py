@@ -250,6 +250,28 @@ def run(target: Target, max_children: int, sample: Sample | None) -> dict[str, o
     return described
 
 
+def recheck(target: Target, max_children: int) -> None:
+    """Run ``target``'s surviving mutants again (mutmut copies the tests afresh and collects stats for
+    new ones); the run's record notes how many were rechecked and when."""
+    folder = STAGING / target.name
+    survived = [
+        name for codes in outcomes(folder).values() for name, code in codes.items() if code in SURVIVED
+    ]
+    if not survived:
+        return
+    started = time.monotonic()
+    command = [str(MUTMUT), "run", "--max-children", str(max_children), *sorted(survived)]
+    subprocess.run(command, cwd=folder, env=_environment(), check=False)
+    described = json.loads((folder / "run.json").read_text())
+    described["rechecked_survivors"] = {
+        "count": len(survived),
+        "seconds": round(time.monotonic() - started),
+        "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": f"nice -n 19 make mutation MUTATION_ARGS='--only {target.name} --recheck-survivors'",
+    }
+    (folder / "run.json").write_text(json.dumps(described) + "\n")
+
+
 def survivors_of(target: Target, by_module: dict[str, dict[str, int]]) -> list[str]:
     folder = STAGING / target.name
     found = []
@@ -357,13 +379,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report-only", action="store_true", help="merge the last run's results without running"
     )
+    parser.add_argument(
+        "--recheck-survivors",
+        action="store_true",
+        help="run the last run's survivors again against today's tests (the same staging folder)",
+    )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     chosen = [t for t in TARGETS if not args.only or t.name in args.only]
-    if args.report_only:
+    if args.report_only or args.recheck_survivors:
         chosen = [t for t in chosen if (STAGING / t.name / "mutants").is_dir()]
     sample = Sample(args.sample, args.seed) if args.sample else None
     for target in chosen:
-        if not args.report_only:
+        if args.recheck_survivors:
+            recheck(target, args.max_children)
+        elif not args.report_only:
             described = run(target, args.max_children, sample)
             arguments = f"--only {target.name} --max-children {args.max_children}"
             if sample is not None:

@@ -112,9 +112,9 @@ def test_valid_labels(label: str) -> None:
         ("tab\there", "whitespace"),
         ("new\nline", "whitespace"),
         ("nbsp\u00a0", "whitespace"),
-        ("bell\x07", "control"),
-        ("nul\x00", "control"),
-        ("surrogate\ud800", "control"),
+        ("bell\x07", "whitespace or control characters"),
+        ("nul\x00", "whitespace or control characters"),
+        ("surrogate\ud800", "whitespace or control characters"),
         ("a<b", "'<' or '>'"),
         ("a>b", "'<' or '>'"),
         ("hu\u200bman", "invisible, zero-width"),
@@ -142,6 +142,13 @@ def test_invalid_labels_name_the_field_and_the_problem(label: str, problem: str)
     assert error.message.startswith("block.label: ")
     assert problem in error.message
     assert error.field_violations[0][0] == "block.label"
+
+
+def test_validate_label_names_the_label_field_by_default() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        validate_label("my notes")
+    assert caught.value.message == "label: must not contain whitespace or control characters, got 'my notes'"
+    assert caught.value.field_violations[0][0] == "label"
 
 
 def test_validate_label_raises_the_requested_error_type() -> None:

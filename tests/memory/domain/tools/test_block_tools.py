@@ -219,12 +219,18 @@ def test_memory_replace_multiple_occurrences_lists_their_lines(value: str, old: 
         "Please ensure it is unique."
     )
     assert caught.value.reason == "TEXT_NOT_UNIQUE"
+    assert caught.value.metadata["label"] == "b"
+    assert caught.value.metadata["occurrences"] == str(value.count(old))
 
 
 def test_memory_replace_empty_old_string_is_an_argument_error() -> None:
     with pytest.raises(ToolArgumentError) as caught:
         plan("memory_replace", {"label": "human", "old_string": "", "new_string": "x"}, [HUMAN])
-    assert "'old_string' must not be empty" in caught.value.message
+    assert caught.value.message == (
+        "memory_replace: 'old_string' must not be empty; quote the exact text to replace "
+        "(use an insert to add text)."
+    )
+    assert caught.value.field_violations == (("old_string", "must not be empty"),)
 
 
 def test_memory_replace_keeps_tabs_no_expandtabs() -> None:
@@ -296,6 +302,8 @@ def test_insert_out_of_range_names_the_valid_range(insert_line: int) -> None:
     )
     assert caught.value.reason == "INSERT_LINE_OUT_OF_RANGE"
     assert isinstance(caught.value, ToolArgumentError)
+    assert caught.value.metadata == {"label": "b", "insert_line": str(insert_line), "lines": "3"}
+    assert caught.value.field_violations == (("insert_line", "must be in [0, 3] or -1"),)
 
 
 @pytest.mark.parametrize("insert_line", [0, -1])
@@ -395,3 +403,11 @@ def test_block_exists_is_not_raised_by_rethink_on_existing() -> None:
         plan("memory_rethink", {"label": "human", "new_memory": "y"}, [HUMAN])
     except BlockExists:  # pragma: no cover - the assertion below explains the failure
         pytest.fail("rethink must edit an existing block")
+
+
+def test_rethink_creating_a_block_names_the_label_argument_when_the_label_is_bad() -> None:
+    with pytest.raises(ToolArgumentError) as caught:
+        plan("memory_rethink", {"label": "bad label", "new_memory": "x"}, [HUMAN])
+    assert caught.value.message == "label: must not contain whitespace or control characters, got 'bad label'"
+    assert caught.value.reason == "INVALID_LABEL"
+    assert caught.value.field_violations[0][0] == "label"

@@ -338,6 +338,14 @@ async def test_attach_validates(ops: Ops, fields: dict[str, object], field: str)
     assert caught.value.field_violations[0][0] == field
 
 
+async def test_files_are_listed_a_page_at_a_time(ops: Ops) -> None:
+    agent = await _agent(ops)
+    for name in ("a.md", "b.md", "c.md"):
+        await ops.files.attach(TENANT, _file(agent.id, name=name))
+    assert [f.name for f in await ops.files.listing(TENANT, agent.id, Page(0, 2))] == ["a.md", "b.md"]
+    assert [f.name for f in await ops.files.listing(TENANT, agent.id, Page(2, 2))] == ["c.md"]
+
+
 async def test_files_are_per_tenant(ops: Ops) -> None:
     agent = await _agent(ops)
     with pytest.raises(AgentNotFound):

@@ -12,6 +12,7 @@ from strata_memory.domain.errors import AgentNotFound, ConversationNotFound
 from strata_memory.domain.model import Block, RecompilePolicy, RenderMode
 from strata_memory.operations.blocks import BlockLocator
 from strata_memory.operations.prompts import Prompts, directories, unified_diff
+from strata_memory.store import agents as agent_rows
 from strata_memory.store.records import AgentRecord, FileRecord, PassageRecord
 from tests.memory.operations.conftest import OTHER_TENANT, TENANT, Ops, agent_record
 
@@ -115,6 +116,19 @@ async def test_files_render_in_directories(ops: Ops) -> None:
     assert '<file status="open"' in text
     assert "0123" in text
     assert "01234" not in text  # only ``limit`` characters of a file are shown
+    assert "- chars_current=4\n- chars_limit=4\n" in text
+
+
+async def test_a_conversation_without_a_stored_prompt_is_stale_and_diffs_from_nothing(ops: Ops) -> None:
+    agent = await _explicit_agent(ops)
+    with ops.db.writing() as conn:  # a conversation stored before prompts were (no prompt row)
+        agent_rows.insert_conversation(conn, agent.id, "old")
+    view = await ops.prompts.get(TENANT, agent.id, "old")
+    assert view.stale is True
+    assert "- CONVERSATION_ID: old\n" in view.prompt.text
+    dry = await ops.prompts.recompile(TENANT, agent.id, "old", dry_run=True)
+    lines = dry.prompt.text.count("\n") + 1
+    assert dry.diff.startswith(f"--- stored\n+++ recompiled\n@@ -0,0 +1,{lines} @@\n+Sys\n")
 
 
 def test_directories_group_files_in_order() -> None:
@@ -127,6 +141,7 @@ def test_directories_group_files_in_order() -> None:
     assert [(d.name, [f.name for f in d.files]) for d in grouped] == [("docs", ["1", "2"]), ("src", ["3"])]
     assert [f.is_open for f in grouped[0].files] == [True, False]
     assert grouped[0].files[0].value == "x"
+    assert [f.limit for f in grouped[0].files] == [100, 100]
 
 
 def test_unified_diff_ends_every_line() -> None:

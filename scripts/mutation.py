@@ -330,6 +330,15 @@ def merge_report(
     modules |= {module: tally(codes) | {"target": target.name} for module, codes in by_module.items()}
     # a run is keyed by its target's name; keys that merely start with it are an older layout's
     runs = {key: value for key, value in old_runs.items() if key.split(" ", 1)[0] != target.name}
+    earlier = old_runs.get(target.name, {})
+    if "applied_by_hand" in earlier and "applied_by_hand" not in summary:  # scripts/mutation_apply.py's
+        applied = earlier["applied_by_hand"]
+        killed = int(str(summary["killed"])) + sum(v == "killed" for v in applied["verdicts"].values())
+        total = int(str(summary["total"]))
+        summary = summary | {
+            "applied_by_hand": applied,
+            "kill_rate_applied": round(killed / total, 4) if total else 0.0,
+        }
     runs[target.name] = summary
     report: dict[str, object] = {"tool": TOOL}
     for key in COUNTS:

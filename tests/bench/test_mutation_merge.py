@@ -84,3 +84,14 @@ def test_wilson_interval() -> None:
     assert round(high, 3) == 0.886
     assert wilson_interval(0, 0) == (0.0, 1.0)
     assert wilson_interval(10, 10)[1] == 1.0
+
+
+def test_verdicts_applied_by_hand_are_kept_by_the_next_merge() -> None:
+    applied = {"verdicts": {"m1": "killed", "m2": "survived"}, "tests": ["t.py"], "command": "c"}
+    existing: dict[str, object] = {"by_module": {}, "runs": {"memory-domain": {"applied_by_hand": applied}}}
+    report = merge_report(
+        existing, DOMAIN, {"strata_memory/domain/x.py": {"a": 1, "b": 0}}, dict(tally({"a": 1, "b": 0}))
+    )
+    run = cast("dict[str, object]", cast("dict[str, object]", report["runs"])["memory-domain"])
+    assert run["applied_by_hand"] == applied
+    assert run["kill_rate_applied"] == 1.0

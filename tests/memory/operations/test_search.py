@@ -5,13 +5,14 @@ writes reach it through the real outbox worker. DESIGN.md: filters (scope, tags 
 range) apply inside each leg; results carry id, timestamp, content, tags and relevance; hits are read
 from the store, so only what is stored is shown; archival insert returns the new passage id.
 
-The embedder's graph is built once into ``.cache/test-models`` (a pure function of the shipped
-weights, keyed by their size and the graph version), so a test run does not rebuild it.
+The embedder's graph is built once per session, or kept in ``STRATA_TEST_MODEL_CACHE`` when set
+(``make mutation`` sets it; see tests/retrieval/conftest.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -35,12 +36,13 @@ from tests.memory.operations.conftest import NOW, TENANT, Ops, agent_record, clo
 from tests.retrieval.service_fixtures import running_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-MODELS = Path(__file__).resolve().parents[3] / ".cache" / "test-models"
 
 
 @pytest.fixture(scope="session")
-def embedder() -> OnnxSentenceEmbedder:
-    return OnnxSentenceEmbedder.load(MODELS, threads=1, batch_size=16)
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> OnnxSentenceEmbedder:
+    kept = os.environ.get("STRATA_TEST_MODEL_CACHE")
+    cache = Path(kept) if kept else tmp_path_factory.mktemp("models")
+    return OnnxSentenceEmbedder.load(cache, threads=1, batch_size=16)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, insert, select
 
 from strata_memory.domain.errors import AgentNotFound, BlockNotFound
 from strata_memory.domain.model import Block, RecompilePolicy, RenderMode, ToolResultStyle
@@ -22,7 +22,9 @@ from strata_memory.operations.prompts import Prompts
 from strata_memory.operations.tools import ToolCall, ToolRunner
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
+from strata_memory.store import schema
 from strata_memory.store.database import Database
+from strata_memory.store.prompts import PromptSnapshot
 from strata_memory.store.records import AgentRecord, Page
 
 
@@ -110,16 +112,88 @@ async def test_a_tool_edit_with_its_recompile_stays_within_its_statement_budget(
     call = ToolCall(
         "t", "agent-1", "default", "core_memory_append", json.dumps({"label": "human", "content": "x"})
     )
+    await runner.execute(call)  # the agent's first recompile also writes its snapshot row
     with statements_sent(db) as sent:
         run = await runner.execute(call)
     assert run.ok
     assert run.prompt_recompiled
     assert run.block is not None
-    assert run.block.block.value == "human notes\nx"
-    # BEGIN, agent, blocks, update + history, holders, then the recompile: message and passage counts,
-    # blocks, files, then the snapshot insert and three statements pointing every conversation at it
-    # (the same four for any number of conversations: tests/memory/integration/test_edit_cost.py).
-    assert len(sent) <= 13, sent
+    assert run.block.block.value == "human notes\nx\nx"
+    # BEGIN, agent, blocks, update + history, holders, then the recompile: message, passage and file
+    # counts (the blocks as the edit left them are not read again, files only when there are some),
+    # then the agent's snapshot rewritten in place and two statements pointing any conversation that
+    # does not point at it yet (the same three for any number of conversations:
+    # tests/memory/integration/test_edit_cost.py).
+    assert len(sent) <= 10, sent
+
+
+async def test_a_prompt_read_is_four_selects(db: Database) -> None:
+    clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
+    prompts = Prompts(db, clock)
+    with db.writing() as conn:
+        prompts.recompile_all(conn, agent_rows.get_agent(conn, "t", "agent-1"))
+    with statements_sent(db) as sent:
+        view = await prompts.get("t", "agent-1", "default")
+    assert not view.stale
+    assert "persona notes" in view.prompt.text
+    # (BEGIN on SQLite), agent, the conversation with its prompt and snapshot, counts, blocks (no files).
+    assert [s for s in sent if s != "BEGIN"] == ["SELECT"] * 4, sent
+
+
+async def test_a_rename_recompiles_the_prompt_in_attach_order(db: Database) -> None:
+    """A renamed block keeps its place in the agent's memory, and so in the recompiled prompt."""
+    clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
+    prompts = Prompts(db, clock)
+    runner = ToolRunner(db, prompts, clock)
+    arguments = json.dumps(
+        {"command": "rename", "old_path": "/memories/persona", "new_path": "/memories/self"}
+    )
+    run = await runner.execute(ToolCall("t", "agent-1", "default", "memory", arguments))
+    assert run.ok, run.text
+    view = await prompts.get("t", "agent-1", "default")
+    assert not view.stale
+    assert view.prompt.text.index("<self>") < view.prompt.text.index("<human>")
+
+
+async def test_snapshots_from_before_one_row_per_agent_are_dropped_at_the_next_recompile(
+    db: Database,
+) -> None:
+    clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
+    prompts = Prompts(db, clock)
+    old = PromptSnapshot("You are Sam.", "old memory", "UTC", 0, 0, (), 1)
+    with db.writing() as conn:  # as an older server stored it: a snapshot with an id of its own
+        conn.execute(
+            insert(schema.prompt_snapshots).values(
+                id="snap-old",
+                agent_id="agent-1",
+                system=old.system,
+                memory=old.memory,
+                timezone="UTC",
+                message_count=0,
+                passage_count=0,
+                tags=[],
+                compiled_us=1,
+            )
+        )
+        conn.execute(
+            insert(schema.system_prompts).values(
+                agent_id="agent-1",
+                conversation_id="default",
+                text="",
+                fingerprint="",
+                compiled_us=1,
+                snapshot_id="snap-old",
+            )
+        )
+    assert "old memory" in (await prompts.get("t", "agent-1", "default")).prompt.text
+    with db.writing() as conn:
+        prompts.recompile_all(conn, agent_rows.get_agent(conn, "t", "agent-1"))
+    view = await prompts.get("t", "agent-1", "default")
+    assert not view.stale
+    assert "persona notes" in view.prompt.text
+    with db.reading() as conn:
+        left = conn.execute(select(schema.prompt_snapshots.c.id)).scalars().all()
+    assert left == ["agent-1"]
 
 
 def test_a_page_of_agents_with_their_labels_is_one_statement(db: Database) -> None:

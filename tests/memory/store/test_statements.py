@@ -214,3 +214,22 @@ def test_a_page_of_agents_with_their_labels_is_one_statement(db: Database) -> No
     assert sent == ["SELECT", "SELECT"]
     with db.reading() as conn:
         assert agent_rows.list_agents(conn, "other", Page(offset=0, size=10)) == []
+
+
+async def test_unchanged_memory_is_rendered_once_and_an_edit_renders_anew(db: Database) -> None:
+    clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
+    prompts = Prompts(db, clock)
+    runner = ToolRunner(db, prompts, clock)
+    first, _ = await prompts.render("t", "agent-1", None)
+    again, _ = await prompts.render("t", "agent-1", None)
+    assert again == first
+    assert (prompts.renders.misses, prompts.renders.hits) == (1, 1)
+    edit = json.dumps({"label": "human", "content": "x"})
+    assert (await runner.execute(ToolCall("t", "agent-1", "default", "core_memory_append", edit))).ok
+    assert prompts.renders.misses == 2  # the recompile rendered the new versions ...
+    after, _ = await prompts.render("t", "agent-1", None)
+    assert "human notes\nx" in after
+    assert (prompts.renders.misses, prompts.renders.hits) == (2, 2)  # ... which the next read reuses
+    numbered, _ = await prompts.render("t", "agent-1", RenderMode.LINE_NUMBERED)
+    assert "1→ human notes" in numbered  # another mode is another rendering
+    assert prompts.renders.misses == 3

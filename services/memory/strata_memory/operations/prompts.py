@@ -17,16 +17,17 @@ from itertools import groupby
 
 from sqlalchemy.engine import Connection
 
-from strata_memory.domain.model import Block, Directory, FileBlock, RecompilePolicy, RenderMode
+from strata_memory.domain.model import Directory, FileBlock, RecompilePolicy, RenderMode
 from strata_memory.domain.prompt import MemoryStats, assemble_system_prompt, render_memory_metadata
-from strata_memory.domain.render import compile_memory
+from strata_memory.domain.render import render_directories
+from strata_memory.operations.render_cache import RenderCache
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
 from strata_memory.store import files as file_rows
 from strata_memory.store import prompts as prompt_rows
 from strata_memory.store.database import Database
 from strata_memory.store.prompts import PromptSnapshot
-from strata_memory.store.records import AgentRecord, FileRecord, PromptRecord, to_datetime
+from strata_memory.store.records import AgentRecord, BlockRecord, FileRecord, PromptRecord, to_datetime
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -52,6 +53,7 @@ class Prompts:
     def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._clock = clock
+        self.renders = RenderCache()
 
     async def get(self, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
         return await self._db.read(lambda conn: self._view(conn, tenant_id, agent_id, conversation_id))
@@ -79,16 +81,16 @@ class Prompts:
         def work(conn: Connection) -> tuple[str, RenderMode]:
             agent = agent_rows.get_agent(conn, tenant_id, agent_id)
             used = mode or agent.render_mode
-            return _core_memory(conn, agent.id, used), used
+            return self._core_memory(conn, agent.id, used), used
 
         return await self._db.read(work)
 
     def compile(self, conn: Connection, agent: AgentRecord, conversation_id: str) -> PromptRecord:
         """The prompt as it would be compiled now (not saved)."""
-        return _prompt(agent, _snapshot(conn, agent), conversation_id, self._clock())
+        return _prompt(agent, self._snapshot(conn, agent), conversation_id, self._clock())
 
     def recompile_all(
-        self, conn: Connection, agent: AgentRecord, blocks: Sequence[Block] | None = None
+        self, conn: Connection, agent: AgentRecord, blocks: Sequence[BlockRecord] | None = None
     ) -> None:
         """Recompile the prompt of every conversation of the agent, at a cost that does not grow with
         their number.
@@ -99,7 +101,7 @@ class Prompts:
         given, are the agent's blocks in attach order as this transaction last wrote them (they are
         not read again).
         """
-        snapshot, now = _snapshot(conn, agent, blocks), self._clock()
+        snapshot, now = self._snapshot(conn, agent, blocks), self._clock()
         stored = PromptSnapshot(
             system=agent.system,
             memory=snapshot.memory,
@@ -118,7 +120,7 @@ class Prompts:
         agent_ids: Iterable[str],
         *,
         read: Iterable[AgentRecord] = (),
-        memory: Mapping[str, Sequence[Block]] | None = None,
+        memory: Mapping[str, Sequence[BlockRecord]] | None = None,
     ) -> bool:
         """Apply each agent's policy after its memory changed; True if any prompt was recompiled.
 
@@ -142,10 +144,42 @@ class Prompts:
         stored = _assembled(
             agent_id, conversation_id, prompt_rows.conversation_prompt(conn, agent_id, conversation_id)
         )
-        current = self.compile(conn, agent, conversation_id)
         if stored is None:
-            return PromptView(current, stale=True)
-        return PromptView(stored, stale=stored.fingerprint != current.fingerprint)
+            return PromptView(self.compile(conn, agent, conversation_id), stale=True)
+        current = _fingerprint(
+            agent.id, agent.system, agent.timezone, self._snapshot(conn, agent), conversation_id
+        )
+        return PromptView(stored, stale=stored.fingerprint != current)
+
+    def _snapshot(
+        self, conn: Connection, agent: AgentRecord, blocks: Sequence[BlockRecord] | None = None
+    ) -> _Snapshot:
+        counts = prompt_rows.memory_counts(conn, agent.id)
+        return _Snapshot(
+            memory=self._core_memory(conn, agent.id, agent.render_mode, blocks, files=counts.files > 0),
+            message_count=counts.messages,
+            archival_count=counts.passages,
+            archival_tags=counts.tags,
+        )
+
+    def _core_memory(
+        self,
+        conn: Connection,
+        agent_id: str,
+        mode: RenderMode,
+        blocks: Sequence[BlockRecord] | None = None,
+        *,
+        files: bool = True,
+    ) -> str:
+        """Core memory rendered; ``blocks`` are read unless given, files only if ``files`` may exist.
+
+        The blocks' part is reused from :class:`RenderCache` when their ids and versions, as read in
+        this transaction, were rendered before in this mode.
+        """
+        if blocks is None:
+            blocks = block_rows.agent_blocks(conn, agent_id)
+        attached = directories(file_rows.agent_files(conn, agent_id)) if files else []
+        return self.renders.render_blocks(blocks, mode) + render_directories(attached)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,31 +190,6 @@ class _Snapshot:
     message_count: int
     archival_count: int
     archival_tags: list[str]
-
-
-def _snapshot(conn: Connection, agent: AgentRecord, blocks: Sequence[Block] | None = None) -> _Snapshot:
-    counts = prompt_rows.memory_counts(conn, agent.id)
-    return _Snapshot(
-        memory=_core_memory(conn, agent.id, agent.render_mode, blocks, files=counts.files > 0),
-        message_count=counts.messages,
-        archival_count=counts.passages,
-        archival_tags=counts.tags,
-    )
-
-
-def _core_memory(
-    conn: Connection,
-    agent_id: str,
-    mode: RenderMode,
-    blocks: Sequence[Block] | None = None,
-    *,
-    files: bool = True,
-) -> str:
-    """Core memory rendered; ``blocks`` are read unless given, files only if ``files`` may exist."""
-    if blocks is None:
-        blocks = [record.block for record in block_rows.agent_blocks(conn, agent_id)]
-    attached = directories(file_rows.agent_files(conn, agent_id)) if files else []
-    return compile_memory(blocks, attached, mode)
 
 
 def _stored(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | None:
@@ -211,7 +220,23 @@ def _prompt(agent: AgentRecord, snapshot: _Snapshot, conversation_id: str, now: 
 def _assemble(
     agent_id: str, system: str, timezone: str, snapshot: _Snapshot, *, conversation_id: str, now: datetime
 ) -> PromptRecord:
-    stats = MemoryStats(
+    stats = _stats(agent_id, timezone, snapshot, conversation_id, now)
+    text = assemble_system_prompt(system, snapshot.memory, render_memory_metadata(stats))
+    fingerprint = _fingerprint(agent_id, system, timezone, snapshot, conversation_id)
+    return PromptRecord(agent_id, conversation_id, text, fingerprint, _us(now))
+
+
+def _fingerprint(agent_id: str, system: str, timezone: str, snapshot: _Snapshot, conversation_id: str) -> str:
+    """A hash of the prompt's text with the recompile timestamp left out."""
+    timeless = _stats(agent_id, timezone, snapshot, conversation_id, _EPOCH)
+    basis = assemble_system_prompt(system, snapshot.memory, render_memory_metadata(timeless))
+    return hashlib.sha256(basis.encode()).hexdigest()
+
+
+def _stats(
+    agent_id: str, timezone: str, snapshot: _Snapshot, conversation_id: str, now: datetime
+) -> MemoryStats:
+    return MemoryStats(
         agent_id=agent_id,
         conversation_id=conversation_id,
         recompiled_at=now,
@@ -220,10 +245,6 @@ def _assemble(
         archival_count=snapshot.archival_count,
         archival_tags=snapshot.archival_tags,
     )
-    text = assemble_system_prompt(system, snapshot.memory, render_memory_metadata(stats))
-    timeless = dataclasses.replace(stats, recompiled_at=_EPOCH)
-    basis = assemble_system_prompt(system, snapshot.memory, render_memory_metadata(timeless))
-    return PromptRecord(agent_id, conversation_id, text, hashlib.sha256(basis.encode()).hexdigest(), _us(now))
 
 
 def directories(files: Iterable[FileRecord]) -> list[Directory]:

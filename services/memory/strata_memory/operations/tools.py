@@ -119,7 +119,7 @@ class ToolRunner:
         # The agent's blocks as this call left them, in attach order (a rename moved its block to the
         # end of ``memory``, so then they are read again).
         in_order = not any(isinstance(change, RenameBlock) for change in outcome.changes)
-        written = {agent.id: [r.block for r in memory.values()]} if in_order else None
+        written = {agent.id: list(memory.values())} if in_order else None
         recompiled = bool(touched) and self._prompts.after_memory_change(
             conn, call.tenant_id, affected, read=[agent], memory=written
         )

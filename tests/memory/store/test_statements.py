@@ -233,3 +233,17 @@ async def test_unchanged_memory_is_rendered_once_and_an_edit_renders_anew(db: Da
     numbered, _ = await prompts.render("t", "agent-1", RenderMode.LINE_NUMBERED)
     assert "1→ human notes" in numbered  # another mode is another rendering
     assert prompts.renders.misses == 3
+
+
+async def test_core_memory_is_rendered_from_one_select(db: Database) -> None:
+    prompts = Prompts(db, lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    with statements_sent(db) as sent:
+        text, mode = await prompts.render("t", "agent-1", None)
+        empty, _ = await prompts.render("t", "agent-empty", None)
+    assert mode is RenderMode.STANDARD
+    assert text.index("<persona>") < text.index("<human>")
+    assert empty == ""
+    # (BEGIN on SQLite), then the agent's mode and file count with its blocks; files only when it has some.
+    assert [s for s in sent if s != "BEGIN"] == ["SELECT", "SELECT"], sent
+    with pytest.raises(AgentNotFound):
+        await prompts.render("other", "agent-1", None)

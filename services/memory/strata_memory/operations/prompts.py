@@ -79,9 +79,9 @@ class Prompts:
         """Core memory rendered in ``mode`` (the agent's own mode when None)."""
 
         def work(conn: Connection) -> tuple[str, RenderMode]:
-            agent = agent_rows.get_agent(conn, tenant_id, agent_id)
-            used = mode or agent.render_mode
-            return self._core_memory(conn, agent.id, used), used
+            memory = block_rows.agent_memory(conn, tenant_id, agent_id)
+            used = mode or memory.render_mode
+            return self._core_memory(conn, agent_id, used, memory.blocks, files=memory.file_count > 0), used
 
         return await self._db.read(work)
 

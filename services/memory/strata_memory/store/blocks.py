@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 from sqlalchemy.exc import IntegrityError
 
-from strata_memory.domain.errors import BlockExists, BlockNotFound, EtagMismatch
-from strata_memory.domain.model import Block
+from strata_memory.domain.errors import AgentNotFound, BlockExists, BlockNotFound, EtagMismatch
+from strata_memory.domain.model import Block, RenderMode
 from strata_memory.store import schema
 from strata_memory.store.records import BlockRecord, BlockVersionRecord, Page, etag_of, now_us
 
@@ -39,6 +40,27 @@ _AGENT_BLOCKS = (
     select(_blocks)
     .join(_attached, _attached.c.block_id == _blocks.c.id)
     .where(_attached.c.agent_id == bindparam("agent_id"))
+    .order_by(_attached.c.position)
+)
+# An agent's render mode and file count with its blocks in attach order, in one statement: one row per
+# block (one row with NULL block columns when it has none), no row when the tenant has no such agent.
+_agents, _files = schema.agents, schema.files
+_AGENT_MEMORY = (
+    select(
+        _agents.c.render_mode.label("agent_render_mode"),
+        select(func.count())
+        .select_from(_files)
+        .where(_files.c.agent_id == _agents.c.id)
+        .scalar_subquery()
+        .label("agent_files"),
+        _blocks,
+    )
+    .select_from(
+        _agents.outerjoin(_attached, _attached.c.agent_id == _agents.c.id).outerjoin(
+            _blocks, _blocks.c.id == _attached.c.block_id
+        )
+    )
+    .where(_agents.c.id == bindparam("agent_id"), _agents.c.tenant_id == bindparam("tenant_id"))
     .order_by(_attached.c.position)
 )
 _HOLDERS = select(_attached.c.agent_id).where(_attached.c.block_id == bindparam("block_id"))
@@ -87,6 +109,25 @@ def block_id_for_label(conn: Connection, agent_id: str, label: str) -> str | Non
 def agent_blocks(conn: Connection, agent_id: str) -> list[BlockRecord]:
     """The blocks attached to an agent, in attach order."""
     return [_record(row) for row in conn.execute(_AGENT_BLOCKS, {"agent_id": agent_id}).mappings()]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentMemory:
+    """What rendering an agent's core memory needs: its mode, whether it has files, its blocks."""
+
+    render_mode: RenderMode
+    file_count: int
+    blocks: list[BlockRecord]
+
+
+def agent_memory(conn: Connection, tenant_id: str, agent_id: str) -> AgentMemory:
+    """The agent's render mode, file count and blocks (attach order) in one statement."""
+    rows = conn.execute(_AGENT_MEMORY, {"agent_id": agent_id, "tenant_id": tenant_id}).mappings().all()
+    if not rows:
+        raise AgentNotFound(agent_id)
+    first = rows[0]
+    blocks = [_record(row) for row in rows if row["id"] is not None]
+    return AgentMemory(RenderMode(first["agent_render_mode"]), int(first["agent_files"]), blocks)
 
 
 def tenant_blocks(conn: Connection, tenant_id: str, page: Page) -> list[BlockRecord]:

@@ -121,13 +121,13 @@ async def test_a_tool_edit_with_its_recompile_stays_within_its_statement_budget(
     assert run.block.block.value == "human notes\nx\nx"
     # BEGIN, agent, blocks, update + history, holders, then the recompile: message, passage and file
     # counts (the blocks as the edit left them are not read again, files only when there are some),
-    # then the agent's snapshot rewritten in place and two statements pointing any conversation that
-    # does not point at it yet (the same three for any number of conversations:
+    # then the agent's snapshot rewritten in place and one upsert pointing any conversation that does
+    # not point at it yet (the same two for any number of conversations:
     # tests/memory/integration/test_edit_cost.py).
-    assert len(sent) <= 10, sent
+    assert len(sent) <= 9, sent
 
 
-async def test_a_prompt_read_is_four_selects(db: Database) -> None:
+async def test_a_prompt_read_is_three_selects(db: Database) -> None:
     clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
     prompts = Prompts(db, clock)
     with db.writing() as conn:
@@ -136,8 +136,8 @@ async def test_a_prompt_read_is_four_selects(db: Database) -> None:
         view = await prompts.get("t", "agent-1", "default")
     assert not view.stale
     assert "persona notes" in view.prompt.text
-    # (BEGIN on SQLite), agent, the conversation with its prompt and snapshot, counts, blocks (no files).
-    assert [s for s in sent if s != "BEGIN"] == ["SELECT"] * 4, sent
+    # (BEGIN on SQLite), agent, the conversation with its prompt, snapshot and counts, blocks (no files).
+    assert [s for s in sent if s != "BEGIN"] == ["SELECT"] * 3, sent
 
 
 async def test_a_rename_recompiles_the_prompt_in_attach_order(db: Database) -> None:

@@ -26,7 +26,7 @@ from strata_memory.store import blocks as block_rows
 from strata_memory.store import files as file_rows
 from strata_memory.store import prompts as prompt_rows
 from strata_memory.store.database import Database
-from strata_memory.store.prompts import PromptSnapshot
+from strata_memory.store.prompts import MemoryCounts, PromptSnapshot
 from strata_memory.store.records import AgentRecord, BlockRecord, FileRecord, PromptRecord, to_datetime
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -141,20 +141,22 @@ class Prompts:
 
     def _view(self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
         agent = agent_rows.get_agent(conn, tenant_id, agent_id)
-        stored = _assembled(
-            agent_id, conversation_id, prompt_rows.conversation_prompt(conn, agent_id, conversation_id)
-        )
+        found, counts = prompt_rows.conversation_prompt(conn, agent_id, conversation_id)
+        stored = _assembled(agent_id, conversation_id, found)
         if stored is None:
             return PromptView(self.compile(conn, agent, conversation_id), stale=True)
-        current = _fingerprint(
-            agent.id, agent.system, agent.timezone, self._snapshot(conn, agent), conversation_id
-        )
+        snapshot = self._snapshot(conn, agent, counts=counts)
+        current = _fingerprint(agent.id, agent.system, agent.timezone, snapshot, conversation_id)
         return PromptView(stored, stale=stored.fingerprint != current)
 
     def _snapshot(
-        self, conn: Connection, agent: AgentRecord, blocks: Sequence[BlockRecord] | None = None
+        self,
+        conn: Connection,
+        agent: AgentRecord,
+        blocks: Sequence[BlockRecord] | None = None,
+        counts: MemoryCounts | None = None,
     ) -> _Snapshot:
-        counts = prompt_rows.memory_counts(conn, agent.id)
+        counts = counts or prompt_rows.memory_counts(conn, agent.id)
         return _Snapshot(
             memory=self._core_memory(conn, agent.id, agent.render_mode, blocks, files=counts.files > 0),
             message_count=counts.messages,

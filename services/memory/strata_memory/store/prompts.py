@@ -13,8 +13,10 @@ of their own; the first recompile of such an agent drops them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, literal, not_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.domain.errors import ConversationNotFound
@@ -33,70 +35,42 @@ _snapshots = schema.prompt_snapshots
 _SNAPSHOT = select(_snapshots).where(_snapshots.c.id == bindparam("snapshot_id"))
 _INSERT_SNAPSHOT = insert(_snapshots)
 _REWRITE_SNAPSHOT = update(_snapshots).where(_snapshots.c.id == bindparam("snapshot_key"))
-# Prompt rows of the agent that do not point at its snapshot yet (none, once every conversation does).
-_POINT_ALL = (
-    update(_prompts)
-    .where(
-        _prompts.c.agent_id == bindparam("for_agent"),
-        _prompts.c.snapshot_id.is_distinct_from(bindparam("new_id")),
-    )
-    .values(text="", fingerprint="", compiled_us=bindparam("at_us"), snapshot_id=bindparam("new_id"))
-)
 _conversations = schema.conversations
-# A conversation with its stored prompt and the snapshot that prompt points at, in one statement (the
-# prompt and snapshot columns are NULL when there is none).
-_CONVERSATION_PROMPT = (
-    select(
-        _prompts.c.text,
-        _prompts.c.fingerprint,
-        _prompts.c.compiled_us.label("prompt_us"),
-        _prompts.c.snapshot_id,
-        _snapshots.c.system,
-        _snapshots.c.memory,
-        _snapshots.c.timezone,
-        _snapshots.c.message_count,
-        _snapshots.c.passage_count,
-        _snapshots.c.tags,
-        _snapshots.c.compiled_us.label("snapshot_us"),
+
+
+def _point_every_conversation(insert_for_dialect: Any) -> Any:
+    """Every conversation of the agent gets a prompt row pointing at ``new_id``, in one statement: rows
+    are inserted for conversations without one, and rows pointing elsewhere (or holding their own text)
+    are rewritten; rows already pointing there are left alone. PostgreSQL and SQLite spell the upsert
+    alike (``ON CONFLICT … DO UPDATE … WHERE``) but SQLAlchemy builds it per dialect."""
+    statement = insert_for_dialect(_prompts).from_select(
+        ["agent_id", "conversation_id", "text", "fingerprint", "compiled_us", "snapshot_id"],
+        select(
+            _conversations.c.agent_id,
+            _conversations.c.id,
+            literal(""),
+            literal(""),
+            bindparam("at_us"),
+            bindparam("new_id"),
+        ).where(_conversations.c.agent_id == bindparam("for_agent")),
     )
-    .select_from(
-        _conversations.outerjoin(
-            _prompts,
-            and_(
-                _prompts.c.agent_id == _conversations.c.agent_id,
-                _prompts.c.conversation_id == _conversations.c.id,
-            ),
-        ).outerjoin(_snapshots, _snapshots.c.id == _prompts.c.snapshot_id)
+    return statement.on_conflict_do_update(
+        index_elements=[_prompts.c.agent_id, _prompts.c.conversation_id],
+        set_={
+            "text": "",
+            "fingerprint": "",
+            "compiled_us": statement.excluded.compiled_us,
+            "snapshot_id": statement.excluded.snapshot_id,
+        },
+        where=_prompts.c.snapshot_id.is_distinct_from(statement.excluded.snapshot_id),
     )
-    .where(
-        _conversations.c.agent_id == bindparam("agent_id"),
-        _conversations.c.id == bindparam("conversation_id"),
-    )
-)
-# Conversations without a prompt row get one pointing at the snapshot (one statement for all).
-_POINT_MISSING = insert(_prompts).from_select(
-    ["agent_id", "conversation_id", "text", "fingerprint", "compiled_us", "snapshot_id"],
-    select(
-        _conversations.c.agent_id,
-        _conversations.c.id,
-        literal(""),
-        literal(""),
-        bindparam("at_us"),
-        bindparam("new_id"),
-    ).where(
-        _conversations.c.agent_id == bindparam("for_agent"),
-        not_(
-            select(_prompts.c.conversation_id)
-            .where(
-                and_(
-                    _prompts.c.agent_id == _conversations.c.agent_id,
-                    _prompts.c.conversation_id == _conversations.c.id,
-                )
-            )
-            .exists()
-        ),
-    ),
-)
+
+
+_POINT_EVERY_CONVERSATION = {
+    "sqlite": _point_every_conversation(sqlite.insert),
+    "postgresql": _point_every_conversation(postgresql.insert),
+}
+
 # Snapshots of the agent no prompt row points at any more.
 _DROP_UNUSED = delete(_snapshots).where(
     _snapshots.c.agent_id == bindparam("for_agent"),
@@ -113,7 +87,7 @@ _DROP_UNUSED = delete(_snapshots).where(
 _agent_archives = select(schema.archive_agents.c.archive_id).where(
     schema.archive_agents.c.agent_id == bindparam("agent_id")
 )
-_COUNTS = select(
+_COUNT_COLUMNS = (
     select(func.count())
     .select_from(schema.messages)
     .where(schema.messages.c.agent_id == bindparam("agent_id"))
@@ -130,11 +104,44 @@ _COUNTS = select(
     .scalar_subquery()
     .label("files"),
 )
+_COUNTS = select(*_COUNT_COLUMNS)
 _TAGS = (
     select(schema.passage_tags.c.tag)
     .distinct()
     .where(schema.passage_tags.c.archive_id.in_(_agent_archives))
     .order_by(schema.passage_tags.c.tag)
+)
+
+# A conversation with its stored prompt, the snapshot that prompt points at and the agent's counts, in
+# one statement (the prompt and snapshot columns are NULL when there is none).
+_CONVERSATION_PROMPT = (
+    select(
+        _prompts.c.text,
+        _prompts.c.fingerprint,
+        _prompts.c.compiled_us.label("prompt_us"),
+        _prompts.c.snapshot_id,
+        _snapshots.c.system,
+        _snapshots.c.memory,
+        _snapshots.c.timezone,
+        _snapshots.c.message_count,
+        _snapshots.c.passage_count,
+        _snapshots.c.tags,
+        _snapshots.c.compiled_us.label("snapshot_us"),
+        *_COUNT_COLUMNS,
+    )
+    .select_from(
+        _conversations.outerjoin(
+            _prompts,
+            and_(
+                _prompts.c.agent_id == _conversations.c.agent_id,
+                _prompts.c.conversation_id == _conversations.c.id,
+            ),
+        ).outerjoin(_snapshots, _snapshots.c.id == _prompts.c.snapshot_id)
+    )
+    .where(
+        _conversations.c.agent_id == bindparam("agent_id"),
+        _conversations.c.id == bindparam("conversation_id"),
+    )
 )
 
 
@@ -151,7 +158,12 @@ class MemoryCounts:
 def memory_counts(conn: Connection, agent_id: str) -> MemoryCounts:
     """Messages stored for the agent, passages in its archives and their distinct tags (sorted), files."""
     params = {"agent_id": agent_id}
-    messages, passages, files = conn.execute(_COUNTS, params).one()
+    return _counts(conn, params, *conn.execute(_COUNTS, params).one())
+
+
+def _counts(
+    conn: Connection, params: dict[str, str], messages: int, passages: int, files: int
+) -> MemoryCounts:
     tags = list(conn.execute(_TAGS, params).scalars()) if passages else []
     return MemoryCounts(int(messages), int(passages), tags, int(files))
 
@@ -185,17 +197,20 @@ def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptR
 
 def conversation_prompt(
     conn: Connection, agent_id: str, conversation_id: str
-) -> PromptRecord | PromptSnapshot | None:
-    """As :func:`get_prompt`, in one statement, raising ConversationNotFound for an unknown conversation."""
+) -> tuple[PromptRecord | PromptSnapshot | None, MemoryCounts]:
+    """As :func:`get_prompt` and :func:`memory_counts` together, in one statement (two with tags),
+    raising ConversationNotFound for an unknown conversation."""
     params = {"agent_id": agent_id, "conversation_id": conversation_id}
     row = conn.execute(_CONVERSATION_PROMPT, params).mappings().first()
     if row is None:
         raise ConversationNotFound(agent_id, conversation_id)
+    counts = _counts(conn, params, row["messages"], row["passages"], row["files"])
     if row["prompt_us"] is None:
-        return None
+        return None, counts
     if row["snapshot_id"] is not None:
-        return _snapshot(row, row["snapshot_us"])
-    return PromptRecord(agent_id, conversation_id, row["text"], row["fingerprint"], row["prompt_us"])
+        return _snapshot(row, row["snapshot_us"]), counts
+    stored = PromptRecord(agent_id, conversation_id, row["text"], row["fingerprint"], row["prompt_us"])
+    return stored, counts
 
 
 def _snapshot(row: RowMapping, compiled_us: int) -> PromptSnapshot:
@@ -228,7 +243,7 @@ def save_prompt(conn: Connection, prompt: PromptRecord) -> None:
 
 
 def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> None:
-    """Make ``snapshot`` the prompt of every conversation of the agent: three statements, whatever the
+    """Make ``snapshot`` the prompt of every conversation of the agent: two statements, whatever the
     number of conversations (the memory is stored once, in the agent's snapshot row)."""
     values = {
         "system": snapshot.system,
@@ -243,7 +258,6 @@ def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> 
     if not rewritten:
         conn.execute(_INSERT_SNAPSHOT, {"id": agent_id, "agent_id": agent_id, **values})
     params = {"for_agent": agent_id, "new_id": agent_id, "at_us": snapshot.compiled_us}
-    conn.execute(_POINT_ALL, params)
-    conn.execute(_POINT_MISSING, params)
+    conn.execute(_POINT_EVERY_CONVERSATION[conn.dialect.name], params)
     if not rewritten:  # snapshots with ids of their own, from before one row per agent
         conn.execute(_DROP_UNUSED, {"for_agent": agent_id})

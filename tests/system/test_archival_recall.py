@@ -171,3 +171,27 @@ async def test_deleted_passages_disappear_from_search(memory: MemoryStub) -> Non
     assert not (
         await memory.SearchArchival(api.SearchArchivalRequest(agent_id=agent.id, query="wifi password"))
     ).hits
+
+
+async def test_a_reply_is_found_through_its_previous_turn_by_words_not_by_meaning(memory: MemoryStub) -> None:
+    """By default the turn before a message is context for the full-text leg only: a reply is found by
+    the words of what it answers, but it does not embed like that turn and compete with it."""
+    agent = await memory.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="kim")))
+    turns = [
+        pb.Message(role=USER, name="Ann", content="I just adopted a beagle named Max."),
+        pb.Message(role=ASSISTANT, name="Bo", content="That is wonderful news, congratulations!"),
+        pb.Message(role=USER, name="Ann", content="Dogs need long walks every day."),
+        pb.Message(role=ASSISTANT, name="Bo", content="The weather is nice today."),
+    ]
+    appended = await memory.AppendMessages(
+        api.AppendMessagesRequest(agent_id=agent.id, messages=turns, wait_searchable=True)
+    )
+    adopted, reply, walks, _ = (m.id for m in appended.messages)
+
+    async def ranked(mode: api.SearchMode.ValueType, query: str) -> list[str]:
+        request = api.SearchMessagesRequest(agent_id=agent.id, query=query, mode=mode, limit=4)
+        return [hit.message.id for hit in (await memory.SearchMessages(request)).hits]
+
+    by_meaning = await ranked(api.SEARCH_MODE_VECTOR, "adopted a beagle named Max")
+    assert by_meaning[:2] == [adopted, walks]  # with the turn embedded too, the reply came second
+    assert reply in await ranked(api.SEARCH_MODE_FTS, "adopted Max")

@@ -90,7 +90,12 @@ def build_operations(
     search = Search(
         database,
         retrieval,
-        archival=LegWeights(settings.archival_vector_weight, settings.archival_fts_weight, settings.rrf_k),
+        archival=LegWeights(
+            settings.archival_vector_weight,
+            settings.archival_fts_weight,
+            settings.rrf_k,
+            settings.archival_candidate_depth,
+        ),
         recall=LegWeights(
             settings.recall_vector_weight,
             settings.recall_fts_weight,
@@ -111,6 +116,7 @@ def build_operations(
             database,
             retrieval,
             context_turns=settings.recall_context_turns,
+            context_legs=settings.recall_context_legs,
             max_request_bytes=settings.retrieval_max_message_bytes,
             streams_per_tenant=settings.reindex_streams_per_tenant,
         ),
@@ -153,6 +159,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
             idle_poll_seconds=settings.outbox_idle_poll_seconds,
         ),
         context_turns=settings.recall_context_turns,
+        context_legs=settings.recall_context_legs,
     )
     servicer = MemoryServicer(build_operations(database, retrieval, outbox, settings, clock))
     parked = ParkedJobs(database, outbox.notify)

@@ -15,6 +15,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval.documents import (
     DEFAULT_RRF_K,
+    ContextLegs,
     Document,
     DocumentFilter,
     DocumentKind,
@@ -37,6 +38,17 @@ KIND_FROM_PB = {
     pb.DOCUMENT_KIND_MESSAGE: DocumentKind.MESSAGE,
 }
 KIND_TO_PB = {kind: number for number, kind in KIND_FROM_PB.items()}
+CONTEXT_LEGS_FROM_PB = {
+    pb.CONTEXT_LEGS_UNSPECIFIED: ContextLegs.BOTH,
+    pb.CONTEXT_LEGS_TEXT: ContextLegs.TEXT,
+    pb.CONTEXT_LEGS_VECTOR: ContextLegs.VECTOR,
+    pb.CONTEXT_LEGS_BOTH: ContextLegs.BOTH,
+}
+CONTEXT_LEGS_TO_PB = {
+    ContextLegs.TEXT: pb.CONTEXT_LEGS_TEXT,
+    ContextLegs.VECTOR: pb.CONTEXT_LEGS_VECTOR,
+    ContextLegs.BOTH: pb.CONTEXT_LEGS_BOTH,
+}
 MODE_FROM_PB = {
     pb.SEARCH_MODE_VECTOR: SearchMode.VECTOR,
     pb.SEARCH_MODE_FTS: SearchMode.FTS,
@@ -90,6 +102,8 @@ def document_from_pb(message: pb.Document, where: str, now: Callable[[], datetim
         tags=tuple(message.tags),
         created_at=created_at,
         metadata=dict(message.metadata),
+        context=message.context,
+        context_legs=_enum(CONTEXT_LEGS_FROM_PB, message.context_legs, f"{where}.context_legs"),
     )
 
 
@@ -114,6 +128,9 @@ def fill_document(message: pb.Document, document: Document) -> None:
     message.tags.extend(document.tags)
     message.created_at.FromDatetime(document.created_at)
     message.metadata.update(document.metadata)
+    if document.context:  # without context its legs mean nothing: left unset, as it was sent
+        message.context = document.context
+        message.context_legs = CONTEXT_LEGS_TO_PB[document.context_legs]
 
 
 def filter_from_pb(message: pb.DocumentFilter, where: str = "filter") -> DocumentFilter:

@@ -26,6 +26,14 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
 
 
+class ContextLegs(StrEnum):
+    """Which legs read a document's context (after its text)."""
+
+    TEXT = "text"
+    VECTOR = "vector"
+    BOTH = "both"
+
+
 class TagMatch(StrEnum):
     ANY = "any"
     ALL = "all"
@@ -54,10 +62,33 @@ class Document:
     role: str = ""
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
+    context: str = ""
+    """Text that finds the document without being part of it (a message's preceding turns)."""
+    context_legs: ContextLegs = ContextLegs.BOTH
 
     @property
     def key(self) -> str:
         return document_key(self.scope.tenant_id, self.id)
+
+    @property
+    def embedded_text(self) -> str:
+        """What the vector leg embeds: the text, then the context when that leg reads it."""
+        return self._with_context(ContextLegs.VECTOR)
+
+    @property
+    def full_text(self) -> str:
+        """What the full-text leg indexes: the text, then the context when that leg reads it."""
+        return self._with_context(ContextLegs.TEXT)
+
+    def _with_context(self, leg: ContextLegs) -> str:
+        return with_context(self.text, self.context, self.context_legs, leg)
+
+
+def with_context(text: str, context: str, legs: ContextLegs, leg: ContextLegs) -> str:
+    """What ``leg`` reads of a document: its text, then its context when ``legs`` names that leg."""
+    if context and legs in (leg, ContextLegs.BOTH):
+        return f"{text}\n{context}"
+    return text
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ class RetrievalEngine:
     def upsert(self, documents: Sequence[Document]) -> int:
         """Embed and index a batch (replacing documents by (tenant, id)); returns how many."""
         check_batch(documents, self.limits)
-        texts = [document.text for document in documents]
+        texts = [document.embedded_text for document in documents]
         self._check_disk(texts)
         vectors = self.embedder.embed_documents(texts)
         with self._write_lock:

@@ -59,6 +59,10 @@ def check_document(document: Document, limits: Limits, where: str) -> None:
         raise InvalidArgument.field(
             f"{where}.text", f"has {len(document.text)} characters; at most {limits.max_text_chars}"
         )
+    if len(document.context) > limits.max_text_chars:
+        raise InvalidArgument.field(
+            f"{where}.context", f"has {len(document.context)} characters; at most {limits.max_text_chars}"
+        )
     if len(document.tags) > limits.max_tags:
         raise InvalidArgument.field(
             f"{where}.tags", f"has {len(document.tags)} tags; at most {limits.max_tags}"

@@ -125,7 +125,7 @@ class TantivyTextIndex:
         scope = document.scope
         return tantivy.Document(
             key=document.key,
-            text=document.text,
+            text=document.full_text,
             tenant_id=scope.tenant_id,
             agent_id=scope.agent_id,
             archive_id=scope.archive_id,

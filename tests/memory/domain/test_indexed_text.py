@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.documents import (
     MAX_CONTEXT_CHARS,
     indexed_text,
@@ -45,15 +46,27 @@ def test_without_context_the_indexed_text_is_the_message_text() -> None:
     assert message_document(alone).text == "Mel: Yes, last Saturday!"
 
 
-def test_preceding_turns_follow_the_message_nearest_first() -> None:
+def test_preceding_turns_are_the_context_nearest_first_apart_from_the_text() -> None:
     turns = [
         message("Did you go hiking?", name="Caroline", seq=1),
         message("When was it?", name="Caroline", seq=2),
     ]
     reply = message("Yes, last Saturday!", name="Mel", seq=3)
     document = message_document(reply, turns)
-    assert document.text == "Mel: Yes, last Saturday!\nCaroline: When was it?\nCaroline: Did you go hiking?"
+    assert document.text == "Mel: Yes, last Saturday!"
+    assert document.context == "Caroline: When was it?\nCaroline: Did you go hiking?"
+    assert indexed_text(reply, turns) == f"{document.text}\n{document.context}"
     assert document.id == "message-3"
+
+
+def test_the_context_names_the_legs_that_read_it() -> None:
+    reply, turns = message("Yes!", seq=2), [message("Hiking?", seq=1)]
+    legs = {
+        name: message_document(reply, turns, context_legs=name).context_legs for name in ("text", "vector")
+    }
+    assert legs == {"text": rpb.CONTEXT_LEGS_TEXT, "vector": rpb.CONTEXT_LEGS_VECTOR}
+    assert message_document(reply, turns).context_legs == rpb.CONTEXT_LEGS_BOTH
+    assert message_document(reply).context == ""
 
 
 def test_each_preceding_turn_is_bounded_and_empty_ones_are_skipped() -> None:

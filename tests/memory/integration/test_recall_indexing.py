@@ -66,7 +66,7 @@ async def test_messages_are_indexed_with_the_preceding_turns_of_their_conversati
         documents = await memory_server.database.read(
             lambda conn: current_documents(conn, agent.tenant_id, ids, context_turns=context_turns)
         )
-        return {d.id: d.text for d in documents}
+        return {d.id: "\n".join(part for part in (d.text, d.context) if part) for d in documents}
 
     assert (await texts(0))[reply[0]] == "Mel: Yes, Saturday!"
     with_context = await texts(2)

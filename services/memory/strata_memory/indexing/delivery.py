@@ -47,10 +47,16 @@ class Built:
 
 
 def documents_as_stored(
-    conn: Connection, tenant_id: str, ids: Sequence[str], *, context_turns: int = 0
+    conn: Connection,
+    tenant_id: str,
+    ids: Sequence[str],
+    *,
+    context_turns: int = 0,
+    context_legs: str = "both",
 ) -> Built:
     """The documents for these ids as the store holds them now (deleted ones are skipped, each id
-    once). A message is indexed with up to ``context_turns`` preceding turns of its conversation."""
+    once). A message is indexed with up to ``context_turns`` preceding turns of its conversation,
+    read by the legs ``context_legs`` names."""
     passages, messages = stored(conn, tenant_id, ids)
     built: list[rpb.Document] = []
     refused: list[Refused] = []
@@ -61,7 +67,7 @@ def documents_as_stored(
                 built.append(passage_document(record))
             else:
                 turns = message_rows.preceding_turns(conn, record, context_turns) if context_turns else ()
-                built.append(message_document(record, turns))
+                built.append(message_document(record, turns, context_legs=context_legs))
         except Exception as failure:  # a stored value no rule foresaw: set it aside, index the rest
             log.exception("index document %s could not be built", record.id)
             refused.append(Refused(record.id, f"cannot be built: {type(failure).__name__}: {failure}", True))

@@ -4,8 +4,11 @@ A message's searchable text is its content plus whatever its tool calls said (an
 through ``send_message`` is searchable as content — Letta's recall misses it), prefixed with the
 speaker's name when the message has one (it lifts dense recall markedly on conversational data).
 A message can also be indexed with the dialogue turns just before it (``recall_context_turns``):
-replies such as "Yes, last Saturday!" only make sense with what they answer. The message's own text
-comes first, so it is never the part cut off; the store and search results keep the message alone.
+replies such as "Yes, last Saturday!" only make sense with what they answer. They travel as the
+document's ``context``, apart from its text, and ``recall_context_legs`` says which legs read them
+(after the message's own text, so that is never the part cut off): in the full-text leg alone the
+previous turn lends its words to a reply without making the reply look like the turn itself to the
+vector leg (bench/LOCOMO.md measures each choice). The store and search results keep the message alone.
 
 Building a document never raises on a stored value: tool-call arguments nested deeper than the JSON
 decoder allows are indexed as the raw text, nesting is walked without recursion, lone surrogates
@@ -46,11 +49,23 @@ def passage_document(passage: PassageRecord) -> rpb.Document:
     )
 
 
-def message_document(message: MessageRecord, context: Sequence[MessageRecord] = ()) -> rpb.Document:
+CONTEXT_LEGS = {
+    "text": rpb.CONTEXT_LEGS_TEXT,
+    "vector": rpb.CONTEXT_LEGS_VECTOR,
+    "both": rpb.CONTEXT_LEGS_BOTH,
+}
+"""``recall_context_legs`` values: which legs of RetrievalService read a message's preceding turns."""
+
+
+def message_document(
+    message: MessageRecord, context: Sequence[MessageRecord] = (), *, context_legs: str = "both"
+) -> rpb.Document:
     """``context``: the turns just before the message in its conversation, oldest first."""
     return rpb.Document(
         id=message.id,
-        text=clean(indexed_text(message, context)[:MAX_INDEXED_CHARS]),
+        text=clean(message_text(message)[:MAX_INDEXED_CHARS]),
+        context=clean(context_text(context)[:MAX_INDEXED_CHARS]),
+        context_legs=CONTEXT_LEGS[context_legs],
         kind=rpb.DOCUMENT_KIND_MESSAGE,
         scope=rpb.Scope(
             tenant_id=message.tenant_id, agent_id=message.agent_id, conversation_id=message.conversation_id
@@ -77,10 +92,15 @@ def bounded_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
-def indexed_text(message: MessageRecord, context: Sequence[MessageRecord] = ()) -> str:
-    """The message's own text, then the preceding turns (nearest first), each cut to a bounded length."""
+def context_text(context: Sequence[MessageRecord]) -> str:
+    """The preceding turns, nearest first, each cut to a bounded length."""
     before = [message_text(turn)[:MAX_CONTEXT_CHARS] for turn in reversed(context)]
-    return "\n".join([message_text(message), *(text for text in before if text)])
+    return "\n".join(text for text in before if text)
+
+
+def indexed_text(message: MessageRecord, context: Sequence[MessageRecord] = ()) -> str:
+    """The message's own text, then the preceding turns: what a leg that reads the context indexes."""
+    return "\n".join(part for part in (message_text(message), context_text(context)) if part)
 
 
 def message_text(message: MessageRecord) -> str:

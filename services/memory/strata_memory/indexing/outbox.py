@@ -90,6 +90,7 @@ class OutboxWorker:
         *,
         policy: OutboxPolicy = OutboxPolicy(),
         context_turns: int = 0,
+        context_legs: str = "both",
         name: str | None = None,
     ) -> None:
         self._db = db
@@ -97,6 +98,7 @@ class OutboxWorker:
         self._policy = policy
         self._window = policy.batch_size  # shrinks after a batch ran out of time, grows back after successes
         self._context_turns = context_turns
+        self._context_legs = context_legs
         self.name = name or f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._resume_after: str | None = None
         self._wake = asyncio.Event()
@@ -189,7 +191,7 @@ class OutboxWorker:
         if action == index_jobs.UPSERT:
             built = await self._db.read(
                 lambda conn: delivery.documents_as_stored(
-                    conn, tenant_id, ids, context_turns=self._context_turns
+                    conn, tenant_id, ids, context_turns=self._context_turns, context_legs=self._context_legs
                 )
             )
             budget = outbox_batch_bytes(self._policy.max_request_bytes)

@@ -57,12 +57,14 @@ class Reindexer:
         retrieval: RetrievalClient,
         *,
         context_turns: int = 0,
+        context_legs: str = "both",
         max_request_bytes: int = 64 * 1024 * 1024,
         streams_per_tenant: int = 1,
     ) -> None:
         self._db = db
         self._retrieval = retrieval
         self._context_turns = context_turns
+        self._context_legs = context_legs
         self._budget = outbox_batch_bytes(max_request_bytes)
         self.streams = TenantConcurrency(streams_per_tenant, what="Reindex streams")
 
@@ -83,7 +85,9 @@ class Reindexer:
     async def _send(self, tenant_id: str, ids: Sequence[str]) -> None:
         """Upsert these documents as the store holds them; hand what was refused to the outbox."""
         built = await self._db.read(
-            lambda conn: delivery.documents_as_stored(conn, tenant_id, ids, context_turns=self._context_turns)
+            lambda conn: delivery.documents_as_stored(
+                conn, tenant_id, ids, context_turns=self._context_turns, context_legs=self._context_legs
+            )
         )
         batches, oversized = delivery.byte_batches(built.documents, self._budget, MAX_BATCH_DOCUMENTS)
         refused = [*built.refused, *oversized]

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, TagMatch
+from strata_retrieval.documents import (
+    ContextLegs,
+    Document,
+    DocumentFilter,
+    DocumentKind,
+    Scope,
+    TagMatch,
+    with_context,
+)
 from strata_retrieval.timestamps import from_micros, to_micros
 
 # Payload fields that filters use; each gets a payload index. ``created_us`` is integer microseconds
@@ -30,7 +38,19 @@ def to_payload(document: Document) -> dict[str, Any]:
         "tags": list(document.tags),
         TIME_FIELD: to_micros(document.created_at),
         "metadata": dict(document.metadata),
+        "context": document.context,
+        "context_legs": str(document.context_legs),
     }
+
+
+FULL_TEXT_FIELDS = ("text", "context", "context_legs")
+"""The payload fields that make up what the full-text leg indexes."""
+
+
+def full_text_of(payload: dict[str, Any]) -> str:
+    """What the full-text leg indexes for a point, from the FULL_TEXT_FIELDS of its payload."""
+    legs = ContextLegs(payload.get("context_legs", ContextLegs.BOTH))
+    return with_context(str(payload["text"]), str(payload.get("context", "")), legs, ContextLegs.TEXT)
 
 
 def from_payload(payload: dict[str, Any]) -> Document:
@@ -48,6 +68,8 @@ def from_payload(payload: dict[str, Any]) -> Document:
         tags=tuple(str(tag) for tag in payload["tags"]),
         created_at=from_micros(int(payload[TIME_FIELD])),
         metadata={str(k): str(v) for k, v in payload["metadata"].items()},
+        context=str(payload.get("context", "")),  # absent from points written before it existed
+        context_legs=ContextLegs(payload.get("context_legs", ContextLegs.BOTH)),
     )
 
 

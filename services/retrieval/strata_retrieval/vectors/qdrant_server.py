@@ -45,7 +45,14 @@ from strata_retrieval.errors import EmbeddingModelMismatch
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors import generations
-from strata_retrieval.vectors.payload import HNSW_EF, VECTOR_NAME, from_payload, to_payload
+from strata_retrieval.vectors.payload import (
+    FULL_TEXT_FIELDS,
+    HNSW_EF,
+    VECTOR_NAME,
+    from_payload,
+    full_text_of,
+    to_payload,
+)
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex, client_filter
 
 log = logging.getLogger("strata.retrieval.qdrant_server")
@@ -219,8 +226,8 @@ class QdrantServerIndex(QdrantCollectionIndex):
     def _mean_length(self) -> float | None:
         """The serving generation's mean document length in BM25 tokens; None when it is empty."""
         total = count = 0
-        for records in self._pages(page_size=REBUILD_PAGE, with_payload=["text"]):
-            total += sum(generations.document_length(str((r.payload or {})["text"])) for r in records)
+        for records in self._pages(page_size=REBUILD_PAGE, with_payload=list(FULL_TEXT_FIELDS)):
+            total += sum(generations.document_length(full_text_of(r.payload or {})) for r in records)
             count += len(records)
         return total / count if count else None
 
@@ -253,11 +260,11 @@ class QdrantServerIndex(QdrantCollectionIndex):
         if reuse_vectors:
             dense = [list(_dense(record.vector)) for record in records]
         else:
-            dense = [row.tolist() for row in embed([document.text for document in documents])]
+            dense = [row.tolist() for row in embed([document.embedded_text for document in documents])]
         points = [
             models.PointStruct(
                 id=str(record.id),
-                vector={VECTOR_NAME: vector, SPARSE_NAME: _sparse(building.bm25, document.text)},
+                vector={VECTOR_NAME: vector, SPARSE_NAME: _sparse(building.bm25, document.full_text)},
                 payload=record.payload,
             )
             for record, document, vector in zip(records, documents, dense, strict=True)
@@ -281,7 +288,7 @@ class QdrantServerIndex(QdrantCollectionIndex):
         return [
             models.PointStruct(
                 id=doc.key,
-                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: _sparse(bm25, doc.text)},
+                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: _sparse(bm25, doc.full_text)},
                 payload=to_payload(doc),
             )
             for doc, row in zip(documents, vectors, strict=True)

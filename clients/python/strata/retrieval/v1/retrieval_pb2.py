@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#strata/retrieval/v1/retrieval.proto\x12\x13strata.retrieval.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"Y\n\x05Scope\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x12\n\narchive_id\x18\x03 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x04 \x01(\t\"\xbc\x02\n\x08\x44ocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12/\n\x04kind\x18\x03 \x01(\x0e\x32!.strata.retrieval.v1.DocumentKind\x12)\n\x05scope\x18\x04 \x01(\x0b\x32\x1a.strata.retrieval.v1.Scope\x12\x0c\n\x04role\x18\x05 \x01(\t\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12=\n\x08metadata\x18\x08 \x03(\x0b\x32+.strata.retrieval.v1.Document.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x16UpsertDocumentsRequest\x12\x30\n\tdocuments\x18\x01 \x03(\x0b\x32\x1d.strata.retrieval.v1.Document\"1\n\x17UpsertDocumentsResponse\x12\x16\n\x0eupserted_count\x18\x01 \x01(\x05\"_\n\tTimeRange\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x9a\x02\n\x0e\x44ocumentFilter\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tagent_ids\x18\x02 \x03(\t\x12\x13\n\x0b\x61rchive_ids\x18\x03 \x03(\t\x12\x18\n\x10\x63onversation_ids\x18\x04 \x03(\t\x12\x30\n\x05kinds\x18\x05 \x03(\x0e\x32!.strata.retrieval.v1.DocumentKind\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x30\n\ttag_match\x18\x07 \x01(\x0e\x32\x1d.strata.retrieval.v1.TagMatch\x12\r\n\x05roles\x18\x08 \x03(\t\x12\x32\n\ncreated_at\x18\t \x01(\x0b\x32\x1e.strata.retrieval.v1.TimeRange\"-\n\x0b\x44ocumentIds\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"\x8c\x01\n\x16\x44\x65leteDocumentsRequest\x12/\n\x03ids\x18\x01 \x01(\x0b\x32 .strata.retrieval.v1.DocumentIdsH\x00\x12\x35\n\x06\x66ilter\x18\x02 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilterH\x00\x42\n\n\x08selector\"0\n\x17\x44\x65leteDocumentsResponse\x12\x15\n\rdeleted_count\x18\x01 \x01(\x03\"\xd7\x02\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12-\n\x04mode\x18\x02 \x01(\x0e\x32\x1f.strata.retrieval.v1.SearchMode\x12\x33\n\x06\x66ilter\x18\x03 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilter\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12\x12\n\x05rrf_k\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x1a\n\rvector_weight\x18\x06 \x01(\x01H\x01\x88\x01\x01\x12\x17\n\nfts_weight\x18\x07 \x01(\x01H\x02\x88\x01\x01\x12\x19\n\x0cvector_depth\x18\x08 \x01(\x05H\x03\x88\x01\x01\x12\x16\n\tfts_depth\x18\t \x01(\x05H\x04\x88\x01\x01\x42\x08\n\x06_rrf_kB\x10\n\x0e_vector_weightB\r\n\x0b_fts_weightB\x0f\n\r_vector_depthB\x0c\n\n_fts_depth\"\xa5\x02\n\tSearchHit\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.strata.retrieval.v1.Document\x12\x11\n\trrf_score\x18\x02 \x01(\x01\x12\x18\n\x0bvector_rank\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x15\n\x08\x66ts_rank\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0cvector_score\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x16\n\tfts_score\x18\x06 \x01(\x01H\x03\x88\x01\x01\x12\x34\n\x0bsearch_mode\x18\x07 \x01(\x0e\x32\x1f.strata.retrieval.v1.SearchModeB\x0e\n\x0c_vector_rankB\x0b\n\t_fts_rankB\x0f\n\r_vector_scoreB\x0c\n\n_fts_score\"t\n\x0eSearchResponse\x12,\n\x04hits\x18\x01 \x03(\x0b\x32\x1e.strata.retrieval.v1.SearchHit\x12\x34\n\x0bsearch_mode\x18\x02 \x01(\x0e\x32\x1f.strata.retrieval.v1.SearchMode\"C\n\x0cStatsRequest\x12\x33\n\x06\x66ilter\x18\x01 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilter\"\x99\x01\n\rStatsResponse\x12\x16\n\x0e\x64ocument_count\x18\x01 \x01(\x03\x12\x15\n\rpassage_count\x18\x02 \x01(\x03\x12\x15\n\rmessage_count\x18\x03 \x01(\x03\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x17\n\x0f\x65mbedding_model\x18\x05 \x01(\t\x12\x1b\n\x13\x65mbedding_dimension\x18\x06 \x01(\x05\"t\n\x16ListDocumentIdsRequest\x12\x33\n\x06\x66ilter\x18\x01 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilter\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"?\n\x17ListDocumentIdsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*c\n\x0c\x44ocumentKind\x12\x1d\n\x19\x44OCUMENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44OCUMENT_KIND_PASSAGE\x10\x01\x12\x19\n\x15\x44OCUMENT_KIND_MESSAGE\x10\x02*n\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x01\x12\x13\n\x0fSEARCH_MODE_FTS\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03*K\n\x08TagMatch\x12\x19\n\x15TAG_MATCH_UNSPECIFIED\x10\x00\x12\x11\n\rTAG_MATCH_ANY\x10\x01\x12\x11\n\rTAG_MATCH_ALL\x10\x02\x32\xff\x03\n\x10RetrievalService\x12l\n\x0fUpsertDocuments\x12+.strata.retrieval.v1.UpsertDocumentsRequest\x1a,.strata.retrieval.v1.UpsertDocumentsResponse\x12l\n\x0f\x44\x65leteDocuments\x12+.strata.retrieval.v1.DeleteDocumentsRequest\x1a,.strata.retrieval.v1.DeleteDocumentsResponse\x12Q\n\x06Search\x12\".strata.retrieval.v1.SearchRequest\x1a#.strata.retrieval.v1.SearchResponse\x12N\n\x05Stats\x12!.strata.retrieval.v1.StatsRequest\x1a\".strata.retrieval.v1.StatsResponse\x12l\n\x0fListDocumentIds\x12+.strata.retrieval.v1.ListDocumentIdsRequest\x1a,.strata.retrieval.v1.ListDocumentIdsResponseB\xa8\x01\n\x17\x64\x65v.strata.retrieval.v1B\x0eRetrievalProtoP\x01Z1strata.dev/gen/go/strata/retrieval/v1;retrievalv1\xa2\x02\x03SRX\xaa\x02\x13Strata.Retrieval.V1\xca\x02\x13Strata\\Retrieval\\V1\xea\x02\x15Strata::Retrieval::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#strata/retrieval/v1/retrieval.proto\x12\x13strata.retrieval.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"Y\n\x05Scope\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x12\n\narchive_id\x18\x03 \x01(\t\x12\x17\n\x0f\x63onversation_id\x18\x04 \x01(\t\"\x85\x03\n\x08\x44ocument\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12/\n\x04kind\x18\x03 \x01(\x0e\x32!.strata.retrieval.v1.DocumentKind\x12)\n\x05scope\x18\x04 \x01(\x0b\x32\x1a.strata.retrieval.v1.Scope\x12\x0c\n\x04role\x18\x05 \x01(\t\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12.\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12=\n\x08metadata\x18\x08 \x03(\x0b\x32+.strata.retrieval.v1.Document.MetadataEntry\x12\x0f\n\x07\x63ontext\x18\t \x01(\t\x12\x36\n\x0c\x63ontext_legs\x18\n \x01(\x0e\x32 .strata.retrieval.v1.ContextLegs\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"J\n\x16UpsertDocumentsRequest\x12\x30\n\tdocuments\x18\x01 \x03(\x0b\x32\x1d.strata.retrieval.v1.Document\"1\n\x17UpsertDocumentsResponse\x12\x16\n\x0eupserted_count\x18\x01 \x01(\x05\"_\n\tTimeRange\x12)\n\x05start\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x9a\x02\n\x0e\x44ocumentFilter\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tagent_ids\x18\x02 \x03(\t\x12\x13\n\x0b\x61rchive_ids\x18\x03 \x03(\t\x12\x18\n\x10\x63onversation_ids\x18\x04 \x03(\t\x12\x30\n\x05kinds\x18\x05 \x03(\x0e\x32!.strata.retrieval.v1.DocumentKind\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x30\n\ttag_match\x18\x07 \x01(\x0e\x32\x1d.strata.retrieval.v1.TagMatch\x12\r\n\x05roles\x18\x08 \x03(\t\x12\x32\n\ncreated_at\x18\t \x01(\x0b\x32\x1e.strata.retrieval.v1.TimeRange\"-\n\x0b\x44ocumentIds\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"\x8c\x01\n\x16\x44\x65leteDocumentsRequest\x12/\n\x03ids\x18\x01 \x01(\x0b\x32 .strata.retrieval.v1.DocumentIdsH\x00\x12\x35\n\x06\x66ilter\x18\x02 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilterH\x00\x42\n\n\x08selector\"0\n\x17\x44\x65leteDocumentsResponse\x12\x15\n\rdeleted_count\x18\x01 \x01(\x03\"\xd7\x02\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12-\n\x04mode\x18\x02 \x01(\x0e\x32\x1f.strata.retrieval.v1.SearchMode\x12\x33\n\x06\x66ilter\x18\x03 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilter\x12\r\n\x05top_k\x18\x04 \x01(\x05\x12\x12\n\x05rrf_k\x18\x05 \x01(\x01H\x00\x88\x01\x01\x12\x1a\n\rvector_weight\x18\x06 \x01(\x01H\x01\x88\x01\x01\x12\x17\n\nfts_weight\x18\x07 \x01(\x01H\x02\x88\x01\x01\x12\x19\n\x0cvector_depth\x18\x08 \x01(\x05H\x03\x88\x01\x01\x12\x16\n\tfts_depth\x18\t \x01(\x05H\x04\x88\x01\x01\x42\x08\n\x06_rrf_kB\x10\n\x0e_vector_weightB\r\n\x0b_fts_weightB\x0f\n\r_vector_depthB\x0c\n\n_fts_depth\"\xa5\x02\n\tSearchHit\x12/\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x1d.strata.retrieval.v1.Document\x12\x11\n\trrf_score\x18\x02 \x01(\x01\x12\x18\n\x0bvector_rank\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x15\n\x08\x66ts_rank\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x19\n\x0cvector_score\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x16\n\tfts_score\x18\x06 \x01(\x01H\x03\x88\x01\x01\x12\x34\n\x0bsearch_mode\x18\x07 \x01(\x0e\x32\x1f.strata.retrieval.v1.SearchModeB\x0e\n\x0c_vector_rankB\x0b\n\t_fts_rankB\x0f\n\r_vector_scoreB\x0c\n\n_fts_score\"t\n\x0eSearchResponse\x12,\n\x04hits\x18\x01 \x03(\x0b\x32\x1e.strata.retrieval.v1.SearchHit\x12\x34\n\x0bsearch_mode\x18\x02 \x01(\x0e\x32\x1f.strata.retrieval.v1.SearchMode\"C\n\x0cStatsRequest\x12\x33\n\x06\x66ilter\x18\x01 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilter\"\x99\x01\n\rStatsResponse\x12\x16\n\x0e\x64ocument_count\x18\x01 \x01(\x03\x12\x15\n\rpassage_count\x18\x02 \x01(\x03\x12\x15\n\rmessage_count\x18\x03 \x01(\x03\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x17\n\x0f\x65mbedding_model\x18\x05 \x01(\t\x12\x1b\n\x13\x65mbedding_dimension\x18\x06 \x01(\x05\"t\n\x16ListDocumentIdsRequest\x12\x33\n\x06\x66ilter\x18\x01 \x01(\x0b\x32#.strata.retrieval.v1.DocumentFilter\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"?\n\x17ListDocumentIdsResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t*c\n\x0c\x44ocumentKind\x12\x1d\n\x19\x44OCUMENT_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15\x44OCUMENT_KIND_PASSAGE\x10\x01\x12\x19\n\x15\x44OCUMENT_KIND_MESSAGE\x10\x02*n\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x01\x12\x13\n\x0fSEARCH_MODE_FTS\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03*K\n\x08TagMatch\x12\x19\n\x15TAG_MATCH_UNSPECIFIED\x10\x00\x12\x11\n\rTAG_MATCH_ANY\x10\x01\x12\x11\n\rTAG_MATCH_ALL\x10\x02*r\n\x0b\x43ontextLegs\x12\x1c\n\x18\x43ONTEXT_LEGS_UNSPECIFIED\x10\x00\x12\x15\n\x11\x43ONTEXT_LEGS_TEXT\x10\x01\x12\x17\n\x13\x43ONTEXT_LEGS_VECTOR\x10\x02\x12\x15\n\x11\x43ONTEXT_LEGS_BOTH\x10\x03\x32\xff\x03\n\x10RetrievalService\x12l\n\x0fUpsertDocuments\x12+.strata.retrieval.v1.UpsertDocumentsRequest\x1a,.strata.retrieval.v1.UpsertDocumentsResponse\x12l\n\x0f\x44\x65leteDocuments\x12+.strata.retrieval.v1.DeleteDocumentsRequest\x1a,.strata.retrieval.v1.DeleteDocumentsResponse\x12Q\n\x06Search\x12\".strata.retrieval.v1.SearchRequest\x1a#.strata.retrieval.v1.SearchResponse\x12N\n\x05Stats\x12!.strata.retrieval.v1.StatsRequest\x1a\".strata.retrieval.v1.StatsResponse\x12l\n\x0fListDocumentIds\x12+.strata.retrieval.v1.ListDocumentIdsRequest\x1a,.strata.retrieval.v1.ListDocumentIdsResponseB\xa8\x01\n\x17\x64\x65v.strata.retrieval.v1B\x0eRetrievalProtoP\x01Z1strata.dev/gen/go/strata/retrieval/v1;retrievalv1\xa2\x02\x03SRX\xaa\x02\x13Strata.Retrieval.V1\xca\x02\x13Strata\\Retrieval\\V1\xea\x02\x15Strata::Retrieval::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,46 +35,48 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\027dev.strata.retrieval.v1B\016RetrievalProtoP\001Z1strata.dev/gen/go/strata/retrieval/v1;retrievalv1\242\002\003SRX\252\002\023Strata.Retrieval.V1\312\002\023Strata\\Retrieval\\V1\352\002\025Strata::Retrieval::V1'
   _globals['_DOCUMENT_METADATAENTRY']._loaded_options = None
   _globals['_DOCUMENT_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_DOCUMENTKIND']._serialized_start=2420
-  _globals['_DOCUMENTKIND']._serialized_end=2519
-  _globals['_SEARCHMODE']._serialized_start=2521
-  _globals['_SEARCHMODE']._serialized_end=2631
-  _globals['_TAGMATCH']._serialized_start=2633
-  _globals['_TAGMATCH']._serialized_end=2708
+  _globals['_DOCUMENTKIND']._serialized_start=2493
+  _globals['_DOCUMENTKIND']._serialized_end=2592
+  _globals['_SEARCHMODE']._serialized_start=2594
+  _globals['_SEARCHMODE']._serialized_end=2704
+  _globals['_TAGMATCH']._serialized_start=2706
+  _globals['_TAGMATCH']._serialized_end=2781
+  _globals['_CONTEXTLEGS']._serialized_start=2783
+  _globals['_CONTEXTLEGS']._serialized_end=2897
   _globals['_SCOPE']._serialized_start=93
   _globals['_SCOPE']._serialized_end=182
   _globals['_DOCUMENT']._serialized_start=185
-  _globals['_DOCUMENT']._serialized_end=501
-  _globals['_DOCUMENT_METADATAENTRY']._serialized_start=454
-  _globals['_DOCUMENT_METADATAENTRY']._serialized_end=501
-  _globals['_UPSERTDOCUMENTSREQUEST']._serialized_start=503
-  _globals['_UPSERTDOCUMENTSREQUEST']._serialized_end=577
-  _globals['_UPSERTDOCUMENTSRESPONSE']._serialized_start=579
-  _globals['_UPSERTDOCUMENTSRESPONSE']._serialized_end=628
-  _globals['_TIMERANGE']._serialized_start=630
-  _globals['_TIMERANGE']._serialized_end=725
-  _globals['_DOCUMENTFILTER']._serialized_start=728
-  _globals['_DOCUMENTFILTER']._serialized_end=1010
-  _globals['_DOCUMENTIDS']._serialized_start=1012
-  _globals['_DOCUMENTIDS']._serialized_end=1057
-  _globals['_DELETEDOCUMENTSREQUEST']._serialized_start=1060
-  _globals['_DELETEDOCUMENTSREQUEST']._serialized_end=1200
-  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_start=1202
-  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_end=1250
-  _globals['_SEARCHREQUEST']._serialized_start=1253
-  _globals['_SEARCHREQUEST']._serialized_end=1596
-  _globals['_SEARCHHIT']._serialized_start=1599
-  _globals['_SEARCHHIT']._serialized_end=1892
-  _globals['_SEARCHRESPONSE']._serialized_start=1894
-  _globals['_SEARCHRESPONSE']._serialized_end=2010
-  _globals['_STATSREQUEST']._serialized_start=2012
-  _globals['_STATSREQUEST']._serialized_end=2079
-  _globals['_STATSRESPONSE']._serialized_start=2082
-  _globals['_STATSRESPONSE']._serialized_end=2235
-  _globals['_LISTDOCUMENTIDSREQUEST']._serialized_start=2237
-  _globals['_LISTDOCUMENTIDSREQUEST']._serialized_end=2353
-  _globals['_LISTDOCUMENTIDSRESPONSE']._serialized_start=2355
-  _globals['_LISTDOCUMENTIDSRESPONSE']._serialized_end=2418
-  _globals['_RETRIEVALSERVICE']._serialized_start=2711
-  _globals['_RETRIEVALSERVICE']._serialized_end=3222
+  _globals['_DOCUMENT']._serialized_end=574
+  _globals['_DOCUMENT_METADATAENTRY']._serialized_start=527
+  _globals['_DOCUMENT_METADATAENTRY']._serialized_end=574
+  _globals['_UPSERTDOCUMENTSREQUEST']._serialized_start=576
+  _globals['_UPSERTDOCUMENTSREQUEST']._serialized_end=650
+  _globals['_UPSERTDOCUMENTSRESPONSE']._serialized_start=652
+  _globals['_UPSERTDOCUMENTSRESPONSE']._serialized_end=701
+  _globals['_TIMERANGE']._serialized_start=703
+  _globals['_TIMERANGE']._serialized_end=798
+  _globals['_DOCUMENTFILTER']._serialized_start=801
+  _globals['_DOCUMENTFILTER']._serialized_end=1083
+  _globals['_DOCUMENTIDS']._serialized_start=1085
+  _globals['_DOCUMENTIDS']._serialized_end=1130
+  _globals['_DELETEDOCUMENTSREQUEST']._serialized_start=1133
+  _globals['_DELETEDOCUMENTSREQUEST']._serialized_end=1273
+  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_start=1275
+  _globals['_DELETEDOCUMENTSRESPONSE']._serialized_end=1323
+  _globals['_SEARCHREQUEST']._serialized_start=1326
+  _globals['_SEARCHREQUEST']._serialized_end=1669
+  _globals['_SEARCHHIT']._serialized_start=1672
+  _globals['_SEARCHHIT']._serialized_end=1965
+  _globals['_SEARCHRESPONSE']._serialized_start=1967
+  _globals['_SEARCHRESPONSE']._serialized_end=2083
+  _globals['_STATSREQUEST']._serialized_start=2085
+  _globals['_STATSREQUEST']._serialized_end=2152
+  _globals['_STATSRESPONSE']._serialized_start=2155
+  _globals['_STATSRESPONSE']._serialized_end=2308
+  _globals['_LISTDOCUMENTIDSREQUEST']._serialized_start=2310
+  _globals['_LISTDOCUMENTIDSREQUEST']._serialized_end=2426
+  _globals['_LISTDOCUMENTIDSRESPONSE']._serialized_start=2428
+  _globals['_LISTDOCUMENTIDSRESPONSE']._serialized_end=2491
+  _globals['_RETRIEVALSERVICE']._serialized_start=2900
+  _globals['_RETRIEVALSERVICE']._serialized_end=3411
 # @@protoc_insertion_point(module_scope)

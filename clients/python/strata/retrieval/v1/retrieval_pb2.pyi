@@ -93,6 +93,34 @@ TAG_MATCH_ALL: TagMatch.ValueType  # 2
 """A document matches when it carries every tag."""
 Global___TagMatch: _TypeAlias = TagMatch  # noqa: Y015
 
+class _ContextLegs:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ContextLegsEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ContextLegs.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    CONTEXT_LEGS_UNSPECIFIED: _ContextLegs.ValueType  # 0
+    """Treated as CONTEXT_LEGS_BOTH."""
+    CONTEXT_LEGS_TEXT: _ContextLegs.ValueType  # 1
+    """Only the full-text leg: BM25 indexes the context after the text; the vector leg embeds the text alone."""
+    CONTEXT_LEGS_VECTOR: _ContextLegs.ValueType  # 2
+    """Only the vector leg: it embeds the text, then the context; BM25 indexes the text alone."""
+    CONTEXT_LEGS_BOTH: _ContextLegs.ValueType  # 3
+    """Both legs read the text, then the context."""
+
+class ContextLegs(_ContextLegs, metaclass=_ContextLegsEnumTypeWrapper):
+    """Which legs of a search read a document's context."""
+
+CONTEXT_LEGS_UNSPECIFIED: ContextLegs.ValueType  # 0
+"""Treated as CONTEXT_LEGS_BOTH."""
+CONTEXT_LEGS_TEXT: ContextLegs.ValueType  # 1
+"""Only the full-text leg: BM25 indexes the context after the text; the vector leg embeds the text alone."""
+CONTEXT_LEGS_VECTOR: ContextLegs.ValueType  # 2
+"""Only the vector leg: it embeds the text, then the context; BM25 indexes the text alone."""
+CONTEXT_LEGS_BOTH: ContextLegs.ValueType  # 3
+"""Both legs read the text, then the context."""
+Global___ContextLegs: _TypeAlias = ContextLegs  # noqa: Y015
+
 @_typing.final
 class Scope(_message.Message):
     """Where a document belongs. tenant_id is required; the other parts are optional."""
@@ -155,6 +183,8 @@ class Document(_message.Message):
     TAGS_FIELD_NUMBER: _builtins.int
     CREATED_AT_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
+    CONTEXT_FIELD_NUMBER: _builtins.int
+    CONTEXT_LEGS_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Unique within the tenant; at most 256 characters."""
     text: _builtins.str
@@ -163,6 +193,13 @@ class Document(_message.Message):
     """Required."""
     role: _builtins.str
     """Free text, usually user | assistant | tool | system for messages; empty for passages."""
+    context: _builtins.str
+    """Text that finds the document without being part of it: for a recall message, the turns just
+    before it in its conversation (a reply such as "Yes, last Saturday!" is about what it answers).
+    Read by the legs context_legs names, after text; stored and returned apart from text.
+    At most max_text_chars characters.
+    """
+    context_legs: Global___ContextLegs.ValueType
     @_builtins.property
     def scope(self) -> Global___Scope: ...
     @_builtins.property
@@ -188,10 +225,12 @@ class Document(_message.Message):
         tags: _abc.Iterable[_builtins.str] | None = ...,
         created_at: _timestamp_pb2.Timestamp | None = ...,
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        context: _builtins.str = ...,
+        context_legs: Global___ContextLegs.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "scope", b"scope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_at", b"created_at", "id", b"id", "kind", b"kind", "metadata", b"metadata", "role", b"role", "scope", b"scope", "tags", b"tags", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "context_legs", b"context_legs", "created_at", b"created_at", "id", b"id", "kind", b"kind", "metadata", b"metadata", "role", b"role", "scope", b"scope", "tags", b"tags", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

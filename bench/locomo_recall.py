@@ -1,28 +1,29 @@
-"""LoCoMo evidence recall through MemoryService's public gRPC API (issue 4, item 7).
+"""LoCoMo evidence recall through MemoryService's public gRPC API (issue 4 item 7, issue 18 item 4).
 
 Run: ``make bench-locomo`` (``python -m bench.locomo_recall``). Steps, each bounded:
 
-1. Start RetrievalService and MemoryService in this process on free loopback ports, data in a
-   temporary folder. For each of the five conversations in ``../shared/data/locomo`` create one
-   agent and append every turn as a user message (``name`` = speaker, ``create_time`` = session
-   date, content = turn text plus the shared image's caption) in batches, the last batch with
-   ``wait_searchable``. Hits are mapped back to ``dia_id`` through AppendMessages' response.
-2. Ask every question of categories 1-4 through ``SearchMessages`` in modes vector, fts and hybrid
-   (limit 20) and report evidence recall@5/10/20: "any" (at least one evidence turn in the top k)
-   and "all" (every evidence turn in the top k), overall and per category. A sample of questions
-   also goes through the ``conversation_search`` tool (ExecuteTool), which must return the same hits.
-3. The grid that chose the recall defaults: each leg's ranking (vector and fts, limit 100, through
-   ``SearchMessages``) is fused here with RRF for several leg weights, k and candidate depths
-   (exactly what RetrievalService computes from the same two lists), once per indexing variant
-   (``recall_context_turns``: how many preceding turns of the conversation are indexed with a
-   message). The chosen row is the one MemoryService serves by default, measured in step 2.
-4. Latency: sequential hybrid ``SearchMessages`` (limit 10) against a direct RetrievalService
-   ``Search`` with the same filter, weights and depth, interleaved in the same run; p50 and p95.
+1. Index every conversation in ``../shared/data/locomo`` twice, each time through a fresh
+   RetrievalService + MemoryService pair in this process (free loopback ports, temporary folder),
+   with the previous turn as context (``recall_context_turns=1``) read by the text leg only, then by
+   the vector leg only (``recall_context_legs``): between them they hold each leg with and without
+   context (a third index when MemoryService's default is neither). One agent per conversation;
+   every turn is a user message (``name`` = speaker, ``create_time`` = session date, content = text
+   plus the shared image's caption), appended in batches, the last with ``wait_searchable``.
+2. For every question of categories 1-4 fetch each leg's ranking (``SearchMessages`` vector and fts,
+   limit 100) from each index. The grid fuses them here exactly as RetrievalService does
+   (bench/locomo_select.py): context mode (which index each leg comes from: none, vector only, text
+   only, both) x vector weight x RRF k x depth. Defaults are chosen by leave-one-conversation-out.
+3. On the served index, every question also goes through hybrid ``SearchMessages`` (limit 20); the
+   local fusion of the default setting must reproduce its top 20 for every question, and the local
+   fusion of a few other settings must reproduce RetrievalService ``Search`` with those weights sent
+   per request. A sample goes through the ``conversation_search`` tool (ExecuteTool).
+4. Temporal questions: the session date written into the indexed text (one more index), and
+   questions that name a date searched with a time-range filter on the session dates.
+5. Latency: hybrid ``SearchMessages`` (limit 10) against a direct RetrievalService ``Search`` with the
+   same request, interleaved.
 
-Results are printed and written to ``bench/results/locomo_recall.json``; ``bench/LOCOMO.md``
-summarises them. The default indexing variant always runs in full; ``--variants 0 2`` adds the grid
-of other variants (each re-embeds ~2.8k turns, several minutes) and ``--reuse-grid 0`` includes the
-saved grid of a variant not run this time (``bench/results/locomo_grid_ctx<N>.json``).
+Questions that name no evidence turn are excluded from scoring (counted). Results are printed and
+written to ``bench/results/locomo_recall.json`` and ``bench/LOCOMO.md``.
 """
 
 from __future__ import annotations
@@ -31,12 +32,9 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import statistics
-import subprocess
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +44,18 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from bench import locomo_report, locomo_temporal
+from bench.locomo_select import (
+    CATEGORIES,
+    Grid,
+    Question,
+    Ranks,
+    Setting,
+    evidence_ranks,
+    fuse,
+    scored,
+    table,
+)
 from bench.perf.serve import bench_precision
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -68,30 +78,21 @@ else:
 DATA = Path(os.environ.get("STRATA_LOCOMO_DIR", "/work/shared/data/locomo"))
 CONVERSATIONS = [c for c in os.environ.get("STRATA_LOCOMO_CONVS", "").split(",") if c]  # smoke runs
 RESULTS = Path(__file__).parent / "results"
-REPO = Path(__file__).resolve().parent.parent
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-KS = (5, 10, 20)
 LIMIT = 20
 LEG_LIMIT = 100
 APPEND_BATCH = 100
 TOOL_CHECKS = 25
 LATENCY_QUERIES = 200
+TENANT = "default"
 MODES = {"vector": mpb.SEARCH_MODE_VECTOR, "fts": mpb.SEARCH_MODE_FTS, "hybrid": mpb.SEARCH_MODE_HYBRID}
-# Search-time grid, fused locally from the two legs' rankings: (vector weight, fts weight), k, depth.
-WEIGHTS = [(1.0, 1.0), (0.75, 1.0), (0.5, 1.0), (0.4, 1.0), (0.3, 1.0), (0.2, 1.0), (0.0, 1.0)]
-RRF_KS = [10.0, 30.0, 60.0, 100.0]
+# Search-time grid: vector weight (fts weight 1), RRF k, candidate depth per leg.
+VECTOR_WEIGHTS = [1.0, 0.75, 0.5, 0.35, 0.25, 0.0]
+RRF_KS = [5.0, 10.0, 20.0, 30.0, 60.0]
 DEPTHS = [20, 50, 100]
+# Other settings checked against RetrievalService Search with per-request weights (step 3).
+DIRECT_CHECKS = [(1.0, 60.0, 20), (0.25, 30.0, 50)]
 # Small outbox batches: one UpsertDocuments stays well inside its deadline on a busy 2-core machine.
 BENCH_SETTINGS: dict[str, Any] = {"outbox_batch_size": 32}
-
-
-@dataclass(frozen=True)
-class Question:
-    conv: str
-    index: int
-    text: str
-    category: int
-    evidence: tuple[str, ...]
 
 
 @dataclass
@@ -101,6 +102,7 @@ class Corpus:
     conv: str
     agent_id: str
     dia_of: dict[str, str] = field(default_factory=dict)  # message id -> dia_id
+    id_of: dict[str, str] = field(default_factory=dict)  # dia_id -> message id
 
 
 def session_time(text: str) -> datetime:
@@ -108,10 +110,18 @@ def session_time(text: str) -> datetime:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
-def turn_content(turn: Mapping[str, Any]) -> str:
+def turn_content(turn: Mapping[str, Any], *, dated: bool = False) -> str:
     text = str(turn["text"]).strip()
     caption = str(turn.get("blip_caption") or "").strip()
-    return f"{text} [image: {caption}]" if caption else text
+    text = f"{text} [image: {caption}]" if caption else text
+    if dated:
+        when = session_time(turn["session_date_time"])
+        text = f"{text} [said on {when.day} {when:%B %Y}]"
+    return text
+
+
+def conversations() -> list[str]:
+    return CONVERSATIONS or sorted(p.stem for p in (DATA / "turns").glob("*.jsonl"))
 
 
 def load_turns(conv: str) -> list[dict[str, Any]]:
@@ -123,7 +133,7 @@ def load_questions(conv: str) -> list[Question]:
     for line in (DATA / "questions" / f"{conv}.jsonl").open():
         q = json.loads(line)
         if q["category"] in CATEGORIES:
-            evidence = tuple(dict.fromkeys(str(e).strip() for e in q["evidence"]))
+            evidence = tuple(dict.fromkeys(str(e).strip() for e in q["evidence"] if str(e).strip()))
             questions.append(Question(conv, q["qa_index"], q["question"], q["category"], evidence))
     return questions
 
@@ -177,7 +187,7 @@ async def start_services(root: Path, embedder: OnnxSentenceEmbedder, settings: d
     )
 
 
-async def load_conversation(stub: MemoryStub, conv: str) -> Corpus:
+async def load_conversation(stub: MemoryStub, conv: str, *, dated: bool = False) -> Corpus:
     agent = await stub.CreateAgent(mpb.CreateAgentRequest(agent=rpb_mem.Agent(name=f"locomo-{conv}")))
     corpus = Corpus(conv, agent.id)
     turns = load_turns(conv)
@@ -191,7 +201,7 @@ async def load_conversation(stub: MemoryStub, conv: str) -> Corpus:
                 rpb_mem.Message(
                     role=rpb_mem.MESSAGE_ROLE_USER,
                     name=turn["speaker"],
-                    content=turn_content(turn),
+                    content=turn_content(turn, dated=dated),
                     create_time=stamp,
                 )
             )
@@ -202,145 +212,148 @@ async def load_conversation(stub: MemoryStub, conv: str) -> Corpus:
         )
         for turn, message in zip(batch, response.messages, strict=True):
             corpus.dia_of[message.id] = turn["dia_id"]
+            corpus.id_of[turn["dia_id"]] = message.id
     return corpus
 
 
-async def search(stub: MemoryStub, agent_id: str, query: str, mode: str, limit: int) -> list[str]:
-    response = await stub.SearchMessages(
-        mpb.SearchMessagesRequest(agent_id=agent_id, query=query, mode=MODES[mode], limit=limit)
-    )
+async def search(
+    stub: MemoryStub,
+    agent_id: str,
+    query: str,
+    mode: str,
+    limit: int,
+    *,
+    window: tuple[Timestamp, Timestamp] | None = None,
+) -> list[str]:
+    request = mpb.SearchMessagesRequest(agent_id=agent_id, query=query, mode=MODES[mode], limit=limit)
+    if window:
+        request.start_time.CopyFrom(window[0])
+        request.end_time.CopyFrom(window[1])
+    response = await stub.SearchMessages(request)
     return [hit.message.id for hit in response.hits]
 
 
-# ---------------------------------------------------------------------------- scoring
+def served_setting(context: str) -> Setting:
+    s = MemorySettings()
+    return Setting(
+        context, s.recall_vector_weight, s.recall_rrf_k, s.recall_candidate_depth, s.recall_fts_weight
+    )
 
 
-def rrf_fuse(
-    vector: Sequence[str], fts: Sequence[str], *, weights: tuple[float, float], k: float, depth: int
-) -> list[str]:
-    """RetrievalService's weighted RRF over each leg's top ``depth`` (ties by id)."""
-    scores: dict[str, float] = defaultdict(float)
-    for leg, weight in ((vector, weights[0]), (fts, weights[1])):
-        for rank, key in enumerate(leg[:depth], start=1):
-            scores[key] += weight / (k + rank)
-    return sorted(scores, key=lambda key: (-scores[key], key))
+def served_context() -> str:
+    s = MemorySettings()
+    return s.recall_context_legs if s.recall_context_turns else "none"
 
 
-def recall_table(
-    questions: Sequence[Question], ranked: Mapping[tuple[str, int], Sequence[str]]
-) -> dict[str, Any]:
-    """Evidence recall@k, any and all, overall and per category, from dia_id rankings."""
-
-    def block(subset: Sequence[Question]) -> dict[str, Any]:
-        out: dict[str, Any] = {"questions": len(subset)}
-        for k in KS:
-            anys = alls = 0
-            for q in subset:
-                top = set(ranked[(q.conv, q.index)][:k])
-                hits = [e in top for e in q.evidence]
-                anys += any(hits)
-                alls += all(hits)
-            out[f"any@{k}"] = round(anys / len(subset), 4) if subset else 0.0
-            out[f"all@{k}"] = round(alls / len(subset), 4) if subset else 0.0
-        return out
-
-    table = {"overall": block(questions)}
-    for category, name in CATEGORIES.items():
-        table[f"{category}-{name}"] = block([q for q in questions if q.category == category])
-    return table
+INDEXINGS: dict[str, dict[str, Any]] = {
+    "none": {"recall_context_turns": 0},
+    "text": {"recall_context_turns": 1, "recall_context_legs": "text"},
+    "vector": {"recall_context_turns": 1, "recall_context_legs": "vector"},
+    "both": {"recall_context_turns": 1, "recall_context_legs": "both"},
+}
+"""MemoryService settings of each context mode (the previous turn as context)."""
+LEG_SOURCES = {"none": ("text", "vector"), "text": ("text", "text"), "vector": ("vector", "vector")}
+LEG_SOURCES["both"] = ("vector", "text")
+"""Where each context mode's (vector leg, text leg) come from when it has no index of its own: the
+text-only index has the vector leg without context, the vector-only one the text leg without."""
 
 
-def percentile(values: Sequence[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
-# ---------------------------------------------------------------------------- one variant
+# ---------------------------------------------------------------------------- one index
 
 
 @dataclass
-class VariantRun:
-    context_turns: int
-    questions: list[Question]
+class IndexRun:
+    """One indexing of every conversation, and what was asked of it."""
+
+    label: str
     corpora: dict[str, Corpus]
-    modes: dict[str, dict[str, Any]]
-    legs: dict[str, dict[tuple[str, int], list[str]]]
+    legs: dict[str, dict[tuple[str, int], list[str]]]  # leg -> question -> message ids, best first
     index_seconds: float
-    search_seconds: float
-    unmapped_evidence: int
-    tool_check: dict[str, Any] | None = None
-    fusion_check: dict[str, Any] | None = None
+    checks: dict[str, Any] = field(default_factory=dict)
+    served_ranks: dict[tuple[str, int], Ranks] = field(default_factory=dict)  # hybrid SearchMessages
+    temporal: dict[str, Any] = field(default_factory=dict)
     latency: dict[str, Any] | None = None
 
 
-async def run_variant(
+async def run_index(
     embedder: OnnxSentenceEmbedder,
-    context_turns: int,
+    label: str,
     settings: dict[str, Any],
+    questions: Sequence[Question],
     *,
-    full: bool,
-) -> VariantRun:
+    served: Setting | None = None,
+    dated: bool = False,
+) -> IndexRun:
+    """Index every conversation, fetch each leg's top 100 per question; when ``served`` is the setting
+    this index serves by default, also check the local fusion against the service (step 3)."""
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        services = await start_services(
-            Path(tmp), embedder, {"recall_context_turns": context_turns, **settings}
-        )
+        services = await start_services(Path(tmp), embedder, {**BENCH_SETTINGS, **settings})
         try:
             stub = services.stub
-            convs = CONVERSATIONS or sorted(p.stem for p in (DATA / "turns").glob("*.jsonl"))
             started = time.perf_counter()
             corpora = {}
-            for conv in convs:
-                corpora[conv] = await load_conversation(stub, conv)
-                print(f"  [{context_turns}] indexed {conv}: {len(corpora[conv].dia_of)} turns", flush=True)
-            index_seconds = time.perf_counter() - started
-
-            questions = [q for conv in convs for q in load_questions(conv)]
-            known = {dia for c in corpora.values() for dia in c.dia_of.values()}
-            unmapped = sum(1 for q in questions for e in q.evidence if e not in known)
-            started = time.perf_counter()
-            legs: dict[str, dict[tuple[str, int], list[str]]] = {"vector": {}, "fts": {}}
-            modes: dict[str, dict[str, Any]] = {}
-            ranked_by_mode: dict[str, dict[tuple[str, int], list[str]]] = defaultdict(dict)
+            for conv in conversations():
+                corpora[conv] = await load_conversation(stub, conv, dated=dated)
+                print(f"  [{label}] indexed {conv}: {len(corpora[conv].dia_of)} turns", flush=True)
+            run = IndexRun(label, corpora, {"vector": {}, "fts": {}}, time.perf_counter() - started)
             for q in questions:
-                corpus = corpora[q.conv]
                 for leg in ("vector", "fts"):
-                    ids = await search(stub, corpus.agent_id, q.text, leg, LEG_LIMIT)
-                    legs[leg][(q.conv, q.index)] = [corpus.dia_of[i] for i in ids]
-                if full:
-                    for mode in MODES:
-                        ids = await search(stub, corpus.agent_id, q.text, mode, LIMIT)
-                        ranked_by_mode[mode][(q.conv, q.index)] = [corpus.dia_of[i] for i in ids]
-            search_seconds = time.perf_counter() - started
-            for mode, ranked in ranked_by_mode.items():
-                modes[mode] = recall_table(questions, ranked)
-            run = VariantRun(
-                context_turns, questions, corpora, modes, legs, index_seconds, search_seconds, unmapped
-            )
-            if full:
-                run.fusion_check = fusion_check(legs, ranked_by_mode["hybrid"])
-                run.tool_check = await tool_check(stub, corpora, questions)
+                    run.legs[leg][q.key] = await search(
+                        stub, corpora[q.conv].agent_id, q.text, leg, LEG_LIMIT
+                    )
+            if served is not None:
+                run.checks = await fusion_checks(services, run, questions, served)
+                run.checks["conversation_search"] = await tool_check(stub, corpora, questions)
+                run.temporal = await locomo_temporal.date_filters(stub, corpora, questions, run.legs)
                 run.latency = await latency(services, corpora, questions)
             return run
         finally:
             await services.close()
 
 
-def fusion_check(
-    legs: Mapping[str, Mapping[tuple[str, int], Sequence[str]]],
-    served: Mapping[tuple[str, int], Sequence[str]],
+async def fusion_checks(
+    services: Services, run: IndexRun, questions: Sequence[Question], served: Setting
 ) -> dict[str, Any]:
-    """How often the local fusion of the two legs reproduces the served hybrid top 20 exactly."""
-    fusion = current_weights()
-    depth = fusion.get("vector_depth", max(4 * LIMIT, 50))
-    weights = (fusion["vector_weight"], fusion["fts_weight"])
-    same = sum(
-        rrf_fuse(legs["vector"][key], legs["fts"][key], weights=weights, k=fusion["rrf_k"], depth=depth)[
-            :LIMIT
-        ]
-        == list(served[key])
-        for key in served
-    )
-    return {"questions": len(served), "identical_top20": same}
+    """Local fusion against the service: the default setting against hybrid SearchMessages, other
+    settings against RetrievalService Search with their weights sent per request."""
+    checks: dict[str, Any] = {}
+    same = 0
+    for q in questions:
+        got = await search(services.stub, run.corpora[q.conv].agent_id, q.text, "hybrid", LIMIT)
+        run.served_ranks[q.key] = evidence_ranks(q, [run.corpora[q.conv].dia_of[i] for i in got])
+        same += fuse(run.legs["vector"][q.key], run.legs["fts"][q.key], served)[:LIMIT] == got
+    checks["served_hybrid"] = {
+        "setting": served.as_dict(),
+        "questions": len(questions),
+        "identical_top20": same,
+    }
+    direct = []
+    for weight, k, depth in DIRECT_CHECKS:
+        setting = Setting(served.context, weight, k, depth)
+        same = 0
+        for q in questions:
+            response = await services.retrieval_stub.Search(
+                rpb.SearchRequest(
+                    query=q.text,
+                    mode=rpb.SEARCH_MODE_HYBRID,
+                    filter=message_filter(run.corpora[q.conv].agent_id),
+                    top_k=LIMIT,
+                    rrf_k=k,
+                    vector_weight=weight,
+                    fts_weight=setting.fts_weight,
+                    vector_depth=depth,
+                    fts_depth=depth,
+                )
+            )
+            got = [hit.document.id for hit in response.hits]
+            same += fuse(run.legs["vector"][q.key], run.legs["fts"][q.key], setting)[:LIMIT] == got
+        direct.append({"setting": setting.as_dict(), "questions": len(questions), "identical_top20": same})
+    checks["direct_search"] = direct
+    return checks
+
+
+def message_filter(agent_id: str) -> rpb.DocumentFilter:
+    return rpb.DocumentFilter(tenant_id=TENANT, agent_ids=[agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE])
 
 
 async def tool_check(
@@ -377,10 +390,9 @@ async def latency(
     stub, direct = services.stub, services.retrieval_stub
     step = max(1, len(questions) // LATENCY_QUERIES)
     sample = list(questions)[::step][:LATENCY_QUERIES]
-    tenant = "default"
     through: list[float] = []
     straight: list[float] = []
-    weights = current_weights()
+    s = MemorySettings()
     for i, q in enumerate(sample + sample[:10]):  # the first 10 warm up
         corpus = corpora[q.conv]
         memory_request = mpb.SearchMessagesRequest(
@@ -389,11 +401,13 @@ async def latency(
         direct_request = rpb.SearchRequest(
             query=q.text,
             mode=rpb.SEARCH_MODE_HYBRID,
-            filter=rpb.DocumentFilter(
-                tenant_id=tenant, agent_ids=[corpus.agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE]
-            ),
+            filter=message_filter(corpus.agent_id),
             top_k=10,
-            **weights,
+            rrf_k=s.recall_rrf_k,
+            vector_weight=s.recall_vector_weight,
+            fts_weight=s.recall_fts_weight,
+            vector_depth=max(s.recall_candidate_depth, 10),
+            fts_depth=max(s.recall_candidate_depth, 10),
         )
         t0 = time.perf_counter()
         await stub.SearchMessages(memory_request)
@@ -406,10 +420,7 @@ async def latency(
     p50_memory, p50_direct = statistics.median(through), statistics.median(straight)
     return {
         "queries": len(through),
-        "memory_search_messages_ms": {
-            "p50": round(p50_memory, 2),
-            "p95": round(percentile(through, 95), 2),
-        },
+        "memory_search_messages_ms": {"p50": round(p50_memory, 2), "p95": round(percentile(through, 95), 2)},
         "direct_retrieval_search_ms": {
             "p50": round(p50_direct, 2),
             "p95": round(percentile(straight, 95), 2),
@@ -419,196 +430,129 @@ async def latency(
     }
 
 
-def current_weights() -> dict[str, Any]:
-    """The recall fusion MemoryService sends by default, for the direct Search to match."""
-    s = MemorySettings()
-    out: dict[str, Any] = {
-        "rrf_k": s.recall_rrf_k,
-        "vector_weight": s.recall_vector_weight,
-        "fts_weight": s.recall_fts_weight,
-    }
-    if s.recall_candidate_depth:
-        out["vector_depth"] = out["fts_depth"] = max(s.recall_candidate_depth, 10)
-    return out
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def grid_file(context: int) -> Path:
-    return RESULTS / f"locomo_grid_ctx{context}.json"
+# ---------------------------------------------------------------------------- the grid
 
 
-def save_grid(context: int, rows: Sequence[dict[str, Any]]) -> None:
-    """Each variant's grid rows as soon as they exist (a later run can reuse them)."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    saved = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "git_commit": git_commit(),
-        "rows": rows,
-    }
-    grid_file(context).write_text(json.dumps(saved, indent=1) + "\n")
+def leg_in(run: IndexRun, into: IndexRun, leg: str, key: tuple[str, int]) -> list[str]:
+    """``run``'s ranking of ``leg`` for a question, as message ids of ``into`` (same turns)."""
+    if run is into:
+        return run.legs[leg][key]
+    dia_of, id_of = run.corpora[key[0]].dia_of, into.corpora[key[0]].id_of
+    return [id_of[dia_of[i]] for i in run.legs[leg][key]]
 
 
-def grid(run: VariantRun) -> list[dict[str, Any]]:
-    rows = []
-    for weights in WEIGHTS:
-        for k in RRF_KS:
-            for depth in DEPTHS:
-                ranked = {
-                    key: rrf_fuse(
-                        run.legs["vector"][key], run.legs["fts"][key], weights=weights, k=k, depth=depth
-                    )
-                    for key in run.legs["vector"]
-                }
-                table = recall_table(run.questions, ranked)
-                rows.append(
-                    {
-                        "context_turns": run.context_turns,
-                        "vector_weight": weights[0],
-                        "fts_weight": weights[1],
-                        "rrf_k": k,
-                        "depth": depth,
-                        **{key: table["overall"][key] for key in table["overall"] if key != "questions"},
+def grid_ranks(
+    runs: Mapping[str, IndexRun], questions: Sequence[Question]
+) -> tuple[dict[Setting, dict[tuple[str, int], Ranks]], dict[str, dict[tuple[str, int], Ranks]]]:
+    """Evidence ranks of every question under every setting (context mode x fusion), and under each
+    leg alone with and without context."""
+    out: dict[Setting, dict[tuple[str, int], Ranks]] = {}
+    for mode in INDEXINGS:
+        vector_from, fts_from = (mode, mode) if mode in runs else LEG_SOURCES[mode]
+        vrun, frun = runs[vector_from], runs[fts_from]
+        legs = {q.key: (vrun.legs["vector"][q.key], leg_in(frun, vrun, "fts", q.key)) for q in questions}
+        dia_of = {conv: c.dia_of for conv, c in vrun.corpora.items()}
+        for weight in VECTOR_WEIGHTS:
+            for k in RRF_KS:
+                for depth in DEPTHS:
+                    setting = Setting(mode, weight, k, depth)
+                    out[setting] = {
+                        q.key: evidence_ranks(
+                            q, [dia_of[q.conv][i] for i in fuse(*legs[q.key], setting)[:LIMIT]]
+                        )
+                        for q in questions
                     }
-                )
-    for leg in ("vector", "fts"):
-        table = recall_table(run.questions, run.legs[leg])
-        rows.append(
-            {
-                "context_turns": run.context_turns,
-                "leg_alone": leg,
-                **{key: table["overall"][key] for key in table["overall"] if key != "questions"},
-            }
-        )
-    return rows
+    alone = {
+        f"{leg} leg, {'with' if with_context else 'without'} context": {
+            q.key: evidence_ranks(q, [run.corpora[q.conv].dia_of[i] for i in run.legs[leg][q.key]])
+            for q in questions
+        }
+        for leg, source in (("vector", 0), ("fts", 1))
+        for with_context in (False, True)
+        for run in [runs[LEG_SOURCES["none" if not with_context else "both"][source]]]
+    }
+    return out, alone
 
 
-# ---------------------------------------------------------------------------- report
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "bench", "services/memory"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def print_modes(modes: Mapping[str, Mapping[str, Any]]) -> None:
-    header = f"{'mode':7} {'category':16} {'n':>4} " + " ".join(
-        f"{kind}@{k:<3}" for kind in ("any", "all") for k in KS
-    )
-    print(header)
-    for mode, table in modes.items():
-        for name, row in table.items():
-            cells = " ".join(f"{row[f'{kind}@{k}']:.3f} " for kind in ("any", "all") for k in KS)
-            print(f"{mode:7} {name:16} {row['questions']:>4} {cells}")
+# ---------------------------------------------------------------------------- main
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
-    parser.add_argument(
-        "--variants",
-        type=int,
-        nargs="*",
-        default=[],
-        help="more recall_context_turns values for the grid (the default one always runs in full)",
-    )
-    parser.add_argument(
-        "--reuse-grid",
-        type=int,
-        nargs="*",
-        default=[],
-        help="include the saved grid rows (bench/results/locomo_grid_ctx<N>.json) of variants not run now",
-    )
     parser.add_argument("--output", type=Path, default=RESULTS / "locomo_recall.json")
+    parser.add_argument("--report", type=Path, default=Path(__file__).parent / "LOCOMO.md")
+    parser.add_argument("--no-dated", action="store_true", help="skip the index with dates in the text")
     args = parser.parse_args()
-    result = asyncio.run(run(args.variants, args.reuse_grid))
+    result = asyncio.run(run(dated=not args.no_dated))
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {args.output}")
+    args.output.write_text(json.dumps(result, indent=1) + "\n")
+    args.report.write_text(locomo_report.markdown(result))
+    print(f"\nwrote {args.output} and {args.report}")
 
 
-async def run(variants: Sequence[int], reuse: Sequence[int]) -> dict[str, Any]:
+async def run(*, dated: bool) -> dict[str, Any]:
     started = time.perf_counter()
-    defaults = MemorySettings()
-    default_context = defaults.recall_context_turns
     models = Path(os.environ.get("STRATA_MODEL_CACHE", Path.home() / ".cache" / "strata" / "models"))
     embedder = OnnxSentenceEmbedder.load(models, precision=bench_precision(), threads=2, batch_size=32)
-    order = [default_context] + [v for v in dict.fromkeys(variants) if v != default_context]
-    runs = []
-    rows: list[dict[str, Any]] = []
-    for context in order:
-        print(f"indexing variant recall_context_turns={context}", flush=True)
-        variant = await run_variant(embedder, context, BENCH_SETTINGS, full=context == default_context)
-        runs.append(variant)
-        variant_rows = grid(variant)
-        rows.extend(variant_rows)
-        save_grid(context, variant_rows)
-        best = max(variant_rows, key=lambda r: r["any@10"])
-        print(f"  [{context}] best any@10 row: {best}", flush=True)
-    for context in reuse:
-        if context not in order:
-            saved = json.loads(grid_file(context).read_text())
-            print(f"reusing grid rows of recall_context_turns={context} from {saved['date']}", flush=True)
-            rows.extend(
-                {**row, "from_run": saved["date"], "from_commit": saved["git_commit"]}
-                for row in saved["rows"]
-            )
-    main_run = runs[0]
-    assert main_run.latency is not None
-    assert main_run.tool_check is not None
-
-    print(f"\nLoCoMo evidence recall, defaults (recall_context_turns={default_context}, {current_weights()})")
-    print_modes(main_run.modes)
-    print("\nGrid (overall, hybrid fused from the legs' top-100 rankings), best any@10 first:")
-    for row in sorted(rows, key=lambda r: -r["any@10"])[:15]:
-        print("  ", row)
-    print("\nLatency:", json.dumps(main_run.latency))
-    print("conversation_search spot check:", main_run.tool_check)
-    print("local fusion reproduces served hybrid:", main_run.fusion_check)
-
-    return {
-        "benchmark": "LoCoMo evidence recall through MemoryService SearchMessages (gRPC)",
-        "data": str(DATA),
-        "conversations": sorted(main_run.corpora),
-        "turns": sum(len(c.dia_of) for c in main_run.corpora.values()),
-        "questions": len(main_run.questions),
-        "questions_per_category": {
-            CATEGORIES[c]: sum(q.category == c for q in main_run.questions) for c in CATEGORIES
+    everything = [q for conv in conversations() for q in load_questions(conv)]
+    questions, excluded = scored(everything)
+    context = served_context()
+    served = served_setting(context)
+    runs: dict[str, IndexRun] = {}
+    for mode in dict.fromkeys(["text", "vector", context]):
+        print(f"indexing with {INDEXINGS[mode]}", flush=True)
+        runs[mode] = await run_index(
+            embedder, mode, INDEXINGS[mode], questions, served=served if mode == context else None
+        )
+    served_run = runs[context]
+    served_legs = {"vector": context in ("vector", "both"), "fts": context in ("text", "both")}
+    ranks, alone = grid_ranks(runs, questions)
+    grid = Grid(questions, ranks)
+    loco = grid.leave_one_out(served)
+    chosen = grid.best(grid.convs)
+    dated_block: dict[str, Any] = {}
+    if dated:
+        print("indexing with the session date in the text", flush=True)
+        dated_run = await run_index(embedder, "dated", INDEXINGS[context], questions, dated=True)
+        dated_block = locomo_temporal.dated_text(
+            questions,
+            plain_run=served_run,
+            dated_run=dated_run,
+            setting=served,
+            fuse=fuse,
+            evidence_ranks=evidence_ranks,
+        )
+    result = locomo_report.assemble(
+        questions=questions,
+        excluded=excluded,
+        runs=runs,
+        served_run=served_run,
+        served=served,
+        chosen=chosen,
+        grid=grid,
+        ranks=ranks,
+        loco=loco,
+        tables={
+            "vector": table(
+                questions, alone[f"vector leg, {'with' if served_legs['vector'] else 'without'} context"]
+            ),
+            "fts": table(questions, alone[f"fts leg, {'with' if served_legs['fts'] else 'without'} context"]),
+            "hybrid": table(questions, served_run.served_ranks),
+            "hybrid, LOCO-chosen setting": table(questions, ranks[chosen]),
         },
-        "evidence_ids_not_in_turns": main_run.unmapped_evidence,
-        "config": {
-            "embedding_model": f"{embedder.name} (ONNX)",
-            "message": "role user, name = speaker, content = text [+ ' [image: <blip_caption>]'], "
-            "create_time = session date",
-            "limit": LIMIT,
-            "recall_context_turns": default_context,
-            "search_defaults": current_weights(),
-            "append_batch": APPEND_BATCH,
-            "memory_settings": BENCH_SETTINGS,
-        },
-        "modes": main_run.modes,
-        "grid_note": "hybrid rows fused locally with RetrievalService's weighted RRF over each leg's top "
-        "`depth` of a limit-100 SearchMessages ranking (vector and fts); ties by message id",
-        "grid": rows,
-        "conversation_search_check": main_run.tool_check,
-        "local_fusion_check": main_run.fusion_check,
-        "latency": main_run.latency,
-        "index_seconds": {str(r.context_turns): round(r.index_seconds, 1) for r in runs},
-        "search_seconds": {str(r.context_turns): round(r.search_seconds, 1) for r in runs},
-        "run_seconds": round(time.perf_counter() - started, 1),
-        "git_commit": git_commit(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-    }
+        alone={name: table(questions, r)["overall"] for name, r in alone.items()},
+        temporal={"date_filters": served_run.temporal, "date_in_text": dated_block},
+        embedder=embedder.name,
+        settings=BENCH_SETTINGS,
+        seconds=time.perf_counter() - started,
+    )
+    locomo_report.print_summary(result)
+    return result
 
 
 if __name__ == "__main__":

@@ -55,13 +55,16 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from bench import scifact_engines
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
+from strata_memory.config import MemorySettings
 from strata_retrieval.documents import (
     Document,
     DocumentFilter,
     DocumentKind,
     Scope,
+    ScoredKey,
     SearchMode,
     SearchQuery,
+    default_depth,
     document_key,
 )
 from strata_retrieval.embedding.protocol import Embedder, Vectors
@@ -79,6 +82,7 @@ TENANT, CHAT_TENANT = "scifact", "chat"
 BATCH = 64
 EVAL_TOP_K = 100
 LATENCY_CALLS = 300
+MIN_MAX_DEPTHS = (50, 100)
 WEIGHTINGS = [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (1.0, 0.75), (0.75, 1.0)]
 ENGINES: dict[str, dict[str, Any]] = {
     "embedded": {},
@@ -199,13 +203,22 @@ def evaluate(
         query = SearchQuery(
             text=text, mode=SearchMode.HYBRID, filter=DocumentFilter(tenant_id=TENANT), top_k=EVAL_TOP_K
         )
-        legs = {name: [c.key for c in found] for name, found in engine.candidates(query).items()}
+        candidates = engine.candidates(query)
+        legs = {name: [c.key for c in found] for name, found in candidates.items()}
         rankings = {str(SearchMode.VECTOR): legs[VECTOR], str(SearchMode.FTS): legs[FTS]}
         for vector_w, fts_w in WEIGHTINGS:
             fused = rrf(legs, k=query.rrf_k, weights={VECTOR: vector_w, FTS: fts_w})
             default = (vector_w, fts_w) == WEIGHTINGS[0]
             label = str(SearchMode.HYBRID) if default else f"hybrid vector={vector_w} fts={fts_w}"
             rankings[label] = [entry.key for entry in fused]
+        for label, fusion in served_fusions().items():
+            cut = {name: keys[: int(fusion["depth"])] for name, keys in legs.items()}
+            weights = {VECTOR: fusion["vector_weight"], FTS: fusion["fts_weight"]}
+            fused = sorted(rrf(cut, k=fusion["rrf_k"], weights=weights), key=lambda e: (-e.score, ids[e.key]))
+            rankings[label] = [entry.key for entry in fused]
+        for depth in MIN_MAX_DEPTHS:
+            label = f"hybrid min-max scores, equal weights, depth {depth} (measured, not served)"
+            rankings[label] = min_max_fusion(candidates, depth, ids)
         for label, keys in rankings.items():
             ranked = [ids[key] for key in keys[:EVAL_TOP_K]]
             relevant = qrels[query_id]
@@ -216,6 +229,41 @@ def evaluate(
             "recall@100": round(statistics.fmean(s[1] for s in pairs), 4),
         }
         for label, pairs in scores.items()
+    }
+
+
+def min_max_fusion(candidates: dict[str, list[ScoredKey]], depth: int, ids: dict[str, str]) -> list[str]:
+    """Keys by the mean of each leg's score scaled to [0, 1] over its top ``depth`` (0 where a leg
+    missed the key): the convex combination of Bruch et al. (ACM TOIS 2023), at equal weights."""
+    fused: dict[str, float] = defaultdict(float)
+    for found in candidates.values():
+        top = found[:depth]
+        if not top:
+            continue
+        high, low = top[0].score, top[-1].score
+        for candidate in top:
+            fused[candidate.key] += 0.5 * ((candidate.score - low) / (high - low) if high > low else 1.0)
+    return sorted(fused, key=lambda key: (-fused[key], ids[key]))
+
+
+def served_fusions() -> dict[str, dict[str, float]]:
+    """The fusions MemoryService sends by default, each leg cut to the depth it asks for (a search
+    for the top 10 with no depth set: RetrievalService's max(4 * 10, 50)): archival search, and the
+    recall fusion chosen by leave-one-conversation-out on LoCoMo (bench/LOCOMO.md), checked here."""
+    s = MemorySettings()
+    return {
+        "hybrid, archival defaults (served)": {
+            "vector_weight": s.archival_vector_weight,
+            "fts_weight": s.archival_fts_weight,
+            "rrf_k": s.rrf_k,
+            "depth": s.archival_candidate_depth or default_depth(10),
+        },
+        "hybrid, recall defaults (LOCO on LoCoMo)": {
+            "vector_weight": s.recall_vector_weight,
+            "fts_weight": s.recall_fts_weight,
+            "rrf_k": s.recall_rrf_k,
+            "depth": s.recall_candidate_depth or default_depth(10),
+        },
     }
 
 

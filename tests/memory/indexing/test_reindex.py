@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -46,7 +46,7 @@ class Stack:
     retrieval: Service
     client: RetrievalClient
 
-    def reindexer(self, **options: int) -> Reindexer:
+    def reindexer(self, **options: Any) -> Reindexer:
         return Reindexer(self.memory.database, self.client, **options)
 
     async def agent(self, tenant: str, passages: list[str], messages: list[str]) -> str:

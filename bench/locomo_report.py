@@ -164,6 +164,7 @@ def markdown(result: Mapping[str, Any]) -> str:
         f"**{result['questions_excluded_no_evidence']} excluded**: they name "
         "no evidence turn. Any@k: at least one evidence turn in the top k; all@k: every one.",
         "",
+        *_findings(result),
         "## Served defaults",
         "",
         f"Setting served by MemoryService: {_setting(served)}, fts weight {served['fts_weight']:g}.",
@@ -259,6 +260,42 @@ def markdown(result: Mapping[str, Any]) -> str:
             f"{_cells(row)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _findings(result: Mapping[str, Any]) -> list[str]:
+    """The headline of the run, from its own figures."""
+    loco = result["leave_one_conversation_out"]
+    modes = result["leave_one_conversation_out_per_context_mode"]
+    best = max(modes, key=lambda mode: modes[mode]["held_out_pooled"][OBJECTIVE])
+    served = result["served_setting"]
+    pooled, spread = loco["held_out_pooled"][OBJECTIVE], loco["held_out_spread"][OBJECTIVE]
+    lines = [
+        "## Findings",
+        "",
+        f"- Held-out {OBJECTIVE} of the leave-one-conversation-out choice: **{pooled:.3f}** pooled, per "
+        f"conversation {spread['min']:.3f} / {spread['median']:.3f} / {spread['max']:.3f} "
+        "(min / median / max).",
+        "- Context indexing, each chosen by LOCO: "
+        + ", ".join(f"{m} {modes[m]['held_out_pooled'][OBJECTIVE]:.3f}" for m in modes)
+        + f"; best: **{best}** ({CONTEXT_MODES[best]}). Served: {served['context']}.",
+    ]
+    text = (result.get("temporal") or {}).get("date_in_text") or {}
+    if text:
+        before, after = text["without_date"], text["with_date"]
+        lines.append(
+            f"- Session date in the indexed text: {OBJECTIVE} overall {before['overall'][OBJECTIVE]:.3f} -> "
+            f"{after['overall'][OBJECTIVE]:.3f}, temporal {before['2-temporal'][OBJECTIVE]:.3f} -> "
+            f'{after["2-temporal"][OBJECTIVE]:.3f}, "When ..." {before["asks_when"][OBJECTIVE]:.3f} -> '
+            f"{after['asks_when'][OBJECTIVE]:.3f} (not served: measured only)."
+        )
+    filters = (result.get("temporal") or {}).get("date_filters") or {}
+    if filters:
+        lines.append(
+            f"- Questions naming a date ({filters['questions_naming_a_date']}) searched with a session-date "
+            f"range: {OBJECTIVE} {filters['without_filter'][OBJECTIVE]:.3f} -> "
+            f"{filters['with_filter'][OBJECTIVE]:.3f} (`conversation_search` takes start_date/end_date)."
+        )
+    return [*lines, ""]
 
 
 def _temporal(temporal: Mapping[str, Any]) -> list[str]:

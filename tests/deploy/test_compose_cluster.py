@@ -6,7 +6,10 @@ port of PostgreSQL, Qdrant or RetrievalService published."""
 
 from __future__ import annotations
 
+import http.server
 import re
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +102,36 @@ def test_secrets_come_from_the_environment(services: dict[str, Any]) -> None:
     assert services["qdrant"]["environment"]["QDRANT__SERVICE__API_KEY"].startswith("${QDRANT_API_KEY:?")
     for name in REPLICAS:
         assert services[name]["environment"]["STRATA_MEMORY_AUTH_ENABLED"] == "true"
+
+
+def test_qdrants_health_check_passes_only_a_server_that_accepts_its_key(services: dict[str, Any]) -> None:
+    """Run the compose probe itself against a stand-in for Qdrant's HTTP port that, like a Qdrant
+    release that guards /readyz, answers 401 without the key: the probe must send the container's
+    own QDRANT__SERVICE__API_KEY (compose turns `$$` into `$`)."""
+    key = "s3cret-key-for-the-probe"
+
+    class Readyz(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            ok = self.path == "/readyz" and self.headers.get("api-key") == key
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Readyz)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kind, command = services["qdrant"]["healthcheck"]["test"]
+        assert kind == "CMD-SHELL"
+        command = command.replace("$$", "$").replace("/6333", f"/{server.server_address[1]}")
+
+        def probe(env_key: str) -> int:
+            env = {"PATH": "/usr/bin:/bin", "QDRANT__SERVICE__API_KEY": env_key}
+            return subprocess.run(["sh", "-c", command], check=False, env=env, timeout=10).returncode
+
+        assert probe(key) == 0
+        assert probe("another-key") != 0
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -17,9 +18,11 @@ READY_TIMEOUT_SECONDS = 900.0  # a start may build HNSW graphs for 100k+ vectors
 class ServerProcess:
     """``python -m bench.perf.serve ARGS`` as a child; ``address`` once it printed READY."""
 
-    def __init__(self, args: list[str], log: Path) -> None:
+    def __init__(self, args: list[str], log: Path, *, env: Mapping[str, str] | None = None) -> None:
+        """``env``: variables added to this process's environment for the child (its settings)."""
         self.args = args
         self.log = log
+        self.env = dict(env or {})
         self.address = ""
         self.start_seconds = 0.0
         self._process: subprocess.Popen[str] | None = None
@@ -38,7 +41,7 @@ class ServerProcess:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
-                env=os.environ | {"OPENBLAS_NUM_THREADS": "1"},
+                env=os.environ | {"OPENBLAS_NUM_THREADS": "1"} | self.env,
             )
         assert self._process.stdout is not None
         ready, _, _ = select.select([self._process.stdout], [], [], READY_TIMEOUT_SECONDS)

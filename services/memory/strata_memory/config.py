@@ -32,6 +32,9 @@ class MemorySettings(ServingSettings):
     client's deadline has left."""
     outbox_batch_size: int = 256
     """Index jobs delivered to RetrievalService per call."""
+    outbox_deliveries_in_flight: int = Field(default=2, ge=1)
+    """Index batches the outbox has in flight at once: while RetrievalService embeds one, the next is
+    claimed and sent, so the embedder does not wait for the store between batches."""
     outbox_max_backoff_seconds: float = 5.0
     """Longest wait between delivery attempts (backoff doubles from 0.2 s, with jitter, up to this)."""
     outbox_max_attempts: int = Field(default=8, ge=1)

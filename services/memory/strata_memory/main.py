@@ -157,6 +157,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
             max_request_bytes=settings.retrieval_max_message_bytes,
             lease_seconds=settings.outbox_lease_seconds,
             idle_poll_seconds=settings.outbox_idle_poll_seconds,
+            deliveries_in_flight=settings.outbox_deliveries_in_flight,
         ),
         context_turns=settings.recall_context_turns,
         context_legs=settings.recall_context_legs,

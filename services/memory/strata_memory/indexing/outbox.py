@@ -8,6 +8,13 @@ most one batch. Upserts carry each document as the store holds it at delivery ti
 idempotent, so a duplicate delivery converges; once an upsert is acknowledged the sender deletes
 whatever it sent that the store no longer holds (``delivery.upsert_as_stored``).
 
+The worker keeps ``deliveries_in_flight`` batches in flight (two by default), each claimed on its own
+as two workers would claim them: while RetrievalService embeds one batch, the next one is claimed,
+read from the store and sent, so its embedding starts as soon as the first one's ends, and the first
+one's index write and settlement overlap the second's embedding instead of leaving the encoder idle
+(bench/perf/ingest_e2e.py). Leases keep a job with one delivery, and a job is claimable only after
+the earlier jobs of its document were settled, so each document's jobs still arrive in order.
+
 Failures stay with the job that caused them (``delivery``): a document that cannot be built, or is
 larger than any request may be, is parked at once; a request RetrievalService refuses is split until
 the refused documents are alone, and only those are retried with exponential backoff and jitter,
@@ -60,6 +67,8 @@ class OutboxPolicy:
     """RetrievalService's receive limit (its ``max_message_bytes``)."""
     lease_seconds: float = 30.0
     """How long a claimed job stays with this worker before another may take it over."""
+    deliveries_in_flight: int = 2
+    """Batches claimed and sent at once (each its own claim, as separate workers would)."""
 
 
 async def waited(wait: Coroutine[object, object, object], seconds: float) -> None:
@@ -103,16 +112,20 @@ class OutboxWorker:
         self._resume_after: str | None = None
         self._wake = asyncio.Event()
         self._delivered = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="strata-outbox")
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._run(), name=f"strata-outbox-{i}")
+            for i in range(max(1, self._policy.deliveries_in_flight))
+        ]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
 
     def notify(self) -> None:
         """New jobs were committed: deliver now rather than at the next poll."""

@@ -1,0 +1,117 @@
+"""The outbox keeps more than one batch in flight: while RetrievalService embeds one batch, the next
+is claimed and sent, so the embedder never waits for the store between batches (issue 18.1).
+
+The store is real (SQLite, and PostgreSQL when STRATA_TEST_POSTGRES_URL is set) and the worker runs
+its own loops (``start``). RetrievalService is a stand-in that holds the first batch until the test
+releases it: only to observe what the worker sends meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import cast
+
+from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
+from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.store import archives as archive_rows
+from strata_memory.store import index_jobs
+from strata_memory.store.database import Database
+from strata_memory.store.records import ArchiveRecord, PassageRecord
+from tests.store_backends import postgres_schema, store_url
+
+__all__ = ["postgres_schema", "store_url"]
+
+BATCH = 16
+WITHIN = 30.0  # seconds: a deadline for what must happen, never a measured duration
+
+
+class HoldsFirstBatch:
+    """Holds the first upsert until ``release`` is set; records every batch as it starts."""
+
+    def __init__(self) -> None:
+        self.started: list[list[str]] = []
+        self.acknowledged: list[str] = []
+        self.first_started = asyncio.Event()
+        self.second_started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def upsert(self, documents: Sequence[rpb.Document]) -> None:
+        self.started.append([d.id for d in documents])
+        if len(self.started) == 1:
+            self.first_started.set()
+            await self.release.wait()
+        else:
+            self.second_started.set()
+        self.acknowledged.extend(d.id for d in documents)
+
+    async def delete(self, request: rpb.DeleteDocumentsRequest) -> None:
+        return None
+
+
+def _write(db: Database, tenant: str, count: int, first: int = 0) -> list[str]:
+    """Store passages ``first .. first + count - 1`` of ``tenant`` with their upsert jobs."""
+    passages = [
+        PassageRecord(f"passage-{tenant}-{i:04}", tenant, f"archive-{tenant}", f"fact {i}", created_us=i + 1)
+        for i in range(first, first + count)
+    ]
+    with db.writing() as conn:
+        if not first:
+            archive_rows.insert_archive(conn, ArchiveRecord(f"archive-{tenant}", tenant, "facts", "", 0))
+        archive_rows.insert_passages(conn, passages)
+        index_jobs.enqueue(conn, tenant, index_jobs.UPSERT, [p.id for p in passages])
+    return [p.id for p in passages]
+
+
+async def _until(condition: asyncio.Event) -> None:
+    async with asyncio.timeout(WITHIN):
+        await condition.wait()
+
+
+async def test_the_next_batch_is_sent_while_the_first_is_still_being_indexed(store_url: str) -> None:
+    db = Database(store_url)
+    db.migrate()
+    retrieval = HoldsFirstBatch()
+    worker = OutboxWorker(db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH))
+    try:
+        written = _write(db, "t", 3 * BATCH)
+        worker.start()
+        await _until(retrieval.second_started)  # before the first batch was acknowledged
+        assert retrieval.acknowledged == retrieval.started[1]
+        assert not set(retrieval.started[0]) & set(retrieval.started[1])  # each job in one batch
+        retrieval.release.set()
+        async with asyncio.timeout(WITHIN):
+            while await db.read(index_jobs.pending):
+                await worker.wait_delivered([], within=1.0)
+        assert sorted(retrieval.acknowledged) == written  # each exactly once
+    finally:
+        await worker.stop()
+        db.close()
+
+
+async def test_a_documents_later_job_waits_for_its_earlier_job_in_flight(store_url: str) -> None:
+    db = Database(store_url)
+    db.migrate()
+    retrieval = HoldsFirstBatch()
+    worker = OutboxWorker(db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH))
+    try:
+        written = _write(db, "t", BATCH)
+        worker.start()
+        await _until(retrieval.first_started)
+        with db.writing() as conn:  # the same documents changed again while their first jobs are in flight
+            index_jobs.enqueue(conn, "t", index_jobs.UPSERT, written)
+        [fresh] = _write(db, "t", 1, first=BATCH)
+        worker.notify()
+        await _until(retrieval.second_started)
+        assert retrieval.started[1] == [fresh]  # the other delivery may send only the new document
+        retrieval.release.set()
+        async with asyncio.timeout(WITHIN):
+            while await db.read(index_jobs.pending):
+                await worker.wait_delivered([], within=1.0)
+        again = [batch for batch in retrieval.started[2:] if set(batch) & set(written)]
+        assert sorted(doc for batch in again for doc in batch) == written  # after the first was acknowledged
+        assert retrieval.acknowledged[: 1 + BATCH] == [fresh, *retrieval.started[0]]
+    finally:
+        await worker.stop()
+        db.close()

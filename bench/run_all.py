@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import replicas
-from bench.perf import large, memory_bench, report, retrieval_bench
+from bench.perf import ingest_e2e, large, memory_bench, report, retrieval_bench
 from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
 
@@ -97,6 +97,13 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     results: dict[str, Any] = {"memory": memory_bench.run(_fresh(work / "memory"), times)}
     sizes = QUICK_SIZES if quick else FULL_SIZES
     results["retrieval"] = retrieval_bench.run(_fresh(work / "retrieval"), sizes, times, deadline=deadline)
+    results["ingest_e2e"] = ingest_e2e.run(
+        _fresh(work / "ingest_e2e"),
+        messages=1_000 if quick else 10_000,
+        stream_seconds=5.0 if quick else 30.0,
+    )
+    if not quick:
+        (RESULTS / "ingest_e2e.json").write_text(json.dumps(results["ingest_e2e"], indent=1) + "\n")
     results["replicas"] = replicas.run_or_skip(_fresh(work / "replicas"), quick=quick)
     if not quick and "skipped" not in results["replicas"]:
         (RESULTS / "replicas.json").write_text(

@@ -38,7 +38,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -57,6 +57,13 @@ from strata_memory.store.records import MessageRecord
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.settings import RetrievalSettings
 from strata_serving.tenancy import DEFAULT_TENANT
+
+if TYPE_CHECKING:
+    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
+    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
+else:
+    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
+    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 DATA = Path(os.environ.get("STRATA_LOCOMO_DIR", "/work/shared/data/locomo"))
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -190,7 +197,7 @@ def _message(turn: Turn) -> mres.Message:
     )
 
 
-async def searchable_count(retrieval: retrieval_pb2_grpc.RetrievalServiceStub) -> int:
+async def searchable_count(retrieval: RetrievalStub) -> int:
     stats = await retrieval.Stats(rpb.StatsRequest(filter=rpb.DocumentFilter(tenant_id=DEFAULT_TENANT)))
     return int(stats.message_count)
 
@@ -201,8 +208,8 @@ async def run_import(servers: Servers, convs: list[list[Turn]]) -> dict[str, Any
         grpc.aio.insecure_channel(servers.memory.address) as memory_channel,
         grpc.aio.insecure_channel(servers.retrieval.address) as retrieval_channel,
     ):
-        memory = memory_service_pb2_grpc.MemoryServiceStub(memory_channel)
-        retrieval = retrieval_pb2_grpc.RetrievalServiceStub(retrieval_channel)
+        memory: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(memory_channel)
+        retrieval: RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub(retrieval_channel)
         agents = [
             (await memory.CreateAgent(mpb.CreateAgentRequest(agent=mres.Agent(name=f"import-{i}")))).id
             for i in range(len(convs))
@@ -244,7 +251,7 @@ async def run_stream(servers: Servers, convs: list[list[Turn]], seconds: float) 
     latencies: list[float] = []
     written: list[list[Turn]] = [[] for _ in convs]
     async with grpc.aio.insecure_channel(servers.memory.address) as channel:
-        memory = memory_service_pb2_grpc.MemoryServiceStub(channel)
+        memory: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
         agents = [
             (await memory.CreateAgent(mpb.CreateAgentRequest(agent=mres.Agent(name=f"stream-{i}")))).id
             for i in range(len(convs))
@@ -306,6 +313,7 @@ def verdict(rate: float, encoder: float) -> dict[str, Any]:
 def run(
     work: Path, *, messages: int = 10_000, stream_seconds: float = 30.0, writers: int = 32
 ) -> dict[str, Any]:
+    began, ticks = time.time(), cpu_ticks()
     memory_settings = MemorySettings()
     retrieval_settings = RetrievalSettings()
     context_turns = memory_settings.recall_context_turns
@@ -326,7 +334,7 @@ def run(
     texts = [text for conv in convs for text in indexed_texts(conv, context_turns)]
     own = [text for conv in convs for text in indexed_texts(conv, 0)]
     print(f"ingest_e2e: encoder alone on {len(texts):,} texts (context turns {context_turns})", flush=True)
-    encoder = {
+    encoder: dict[str, Any] = {
         "indexed": encoder_rate(embedder, texts, delivery_batch),
         "own_texts": encoder_rate(embedder, own[:OWN_TEXT_SAMPLE], delivery_batch),
         "mean_chars_indexed": round(statistics.fmean(len(t) for t in texts), 1),
@@ -368,6 +376,14 @@ def run(
         print(f"  stream: {stream}", flush=True)
         results["stream"] = stream
     shutil.rmtree(work, ignore_errors=True)
+    results["meta"] = {
+        "command": "python -m bench.perf.ingest_e2e "
+        f"--messages {messages} --stream-seconds {stream_seconds:g} --writers {writers}",
+        "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(began)),
+        "wall_s": round(time.time() - began, 1),
+        "cpu_steal_percent": steal_percent(ticks, cpu_ticks()),
+        "load_after": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
     return results
 
 
@@ -375,16 +391,7 @@ def measure(
     *, messages: int = 10_000, stream_seconds: float = 30.0, writers: int = 32, output: Path | None = None
 ) -> Path:
     """Run both scenarios and write the JSON (``bench/results/ingest_e2e.json`` by default)."""
-    started, ticks = time.time(), cpu_ticks()
     results = run(WORK, messages=messages, stream_seconds=stream_seconds, writers=writers)
-    results["meta"] = {
-        "command": f"python -m bench.perf.ingest_e2e --messages {messages} --stream-seconds {stream_seconds:g} "
-        f"--writers {writers}",
-        "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
-        "wall_s": round(time.time() - started, 1),
-        "cpu_steal_percent": steal_percent(ticks, cpu_ticks()),
-        "load_after": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }
     output = output or RESULTS / "ingest_e2e.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

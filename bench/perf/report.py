@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.perf import plots, replicas_report
+from bench.perf import ingest_report, plots, replicas_report
 from bench.perf.host import NOTICEABLE_STEAL_PERCENT
 
 BENCH = Path(__file__).resolve().parent.parent
@@ -104,6 +104,7 @@ def targets(perf: dict[str, Any], large: dict[str, Any] | None) -> list[str]:
         lines.append("| hybrid search and ingest at 100k | 100k was not reached in this run | not measured |")
     lines.append(_growth(perf, large))
     lines += replicas_report.target_rows(perf.get("replicas", {}))
+    lines += ingest_report.target_rows(perf.get("ingest_e2e", {}))
     return lines
 
 
@@ -338,6 +339,13 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
         "",
     ]
     text += ingest_notes(retrieval)
+    if "ingest_e2e" in perf:
+        text += [
+            "",
+            "## End-to-end ingest: AppendMessages → searchable",
+            "",
+            *ingest_report.section(perf["ingest_e2e"]),
+        ]
     if "replicas" in perf:
         text += [
             "",

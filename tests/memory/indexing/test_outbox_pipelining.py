@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import cast
 
+from sqlalchemy.engine import Connection
+
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.retrieval_client import RetrievalClient
@@ -112,6 +114,43 @@ async def test_a_documents_later_job_waits_for_its_earlier_job_in_flight(store_u
         again = [batch for batch in retrieval.started[2:] if set(batch) & set(written)]
         assert sorted(doc for batch in again for doc in batch) == written  # after the first was acknowledged
         assert retrieval.acknowledged[: 1 + BATCH] == [fresh, *retrieval.started[0]]
+    finally:
+        await worker.stop()
+        db.close()
+
+
+async def test_small_writes_gather_behind_the_batch_in_flight_until_they_fill_one(store_url: str) -> None:
+    db = Database(store_url)
+    db.migrate()
+    retrieval = HoldsFirstBatch()
+    worker = OutboxWorker(db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH))
+    looked = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    window_waiting = worker._window_waiting
+
+    def observed(conn: Connection) -> bool:  # only observed: the test waits for the worker's decision
+        full = window_waiting(conn)
+        loop.call_soon_threadsafe(looked.set)
+        return full
+
+    worker._window_waiting = observed  # type: ignore[method-assign]
+    try:
+        first = _write(db, "t", 1)
+        worker.start()
+        await _until(retrieval.first_started)
+        looked.clear()
+        small = _write(db, "t", 1, first=1)
+        worker.notify()
+        await _until(looked)  # the idle delivery saw one job waiting: too few to fill a batch
+        rest = _write(db, "t", BATCH - 1, first=2)
+        worker.notify()
+        await _until(retrieval.second_started)
+        assert retrieval.started[1] == small + rest  # the small write was not sent alone
+        retrieval.release.set()
+        async with asyncio.timeout(WITHIN):
+            while await db.read(index_jobs.pending):
+                await worker.wait_delivered([], within=1.0)
+        assert sorted(retrieval.acknowledged) == sorted(first + small + rest)
     finally:
         await worker.stop()
         db.close()

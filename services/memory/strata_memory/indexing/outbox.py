@@ -12,7 +12,10 @@ The worker keeps ``deliveries_in_flight`` batches in flight (two by default), ea
 as two workers would claim them: while RetrievalService embeds one batch, the next one is claimed,
 read from the store and sent, so its embedding starts as soon as the first one's ends, and the first
 one's index write and settlement overlap the second's embedding instead of leaving the encoder idle
-(bench/perf/ingest_e2e.py). Leases keep a job with one delivery, and a job is claimable only after
+(bench/perf/ingest_e2e.py). A second batch starts only when a full window of jobs is waiting, so a
+backlog is worked off two batches at a time while a stream of small writes gathers behind the batch
+in flight, as before (one write per batch would multiply the per-batch costs: a claim, a settlement,
+a Tantivy commit). Leases keep a job with one delivery, and a job is claimable only after
 the earlier jobs of its document were settled, so each document's jobs still arrive in order.
 
 Failures stay with the job that caused them (``delivery``): a document that cannot be built, or is
@@ -113,6 +116,7 @@ class OutboxWorker:
         self._wake = asyncio.Event()
         self._delivered = asyncio.Condition()
         self._tasks: list[asyncio.Task[None]] = []
+        self._in_flight = 0  # batches being delivered now
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -173,7 +177,21 @@ class OutboxWorker:
         return await self._db.write(work)
 
     async def deliver_once(self) -> int:
-        """Claim and deliver one batch; returns how many jobs were settled (delivered or parked)."""
+        """Claim and deliver one batch; returns how many jobs were settled (delivered or parked).
+        While another batch of this worker is in flight, only a full window is claimed: a stream of
+        small writes gathers into the next batch instead of trickling out one write per batch."""
+        if self._in_flight and not await self._db.read(self._window_waiting):
+            return 0
+        self._in_flight += 1
+        try:
+            return await self._claim_and_deliver()
+        finally:
+            self._in_flight -= 1
+
+    def _window_waiting(self, conn: Connection) -> bool:
+        return sum(index_jobs.backlogs(conn).values()) >= self._window
+
+    async def _claim_and_deliver(self) -> int:
         jobs = smallest_share_first(await self.claim())
         settled = 0
         for (tenant_id, action), run in itertools.groupby(jobs, key=lambda job: (job.tenant_id, job.action)):

@@ -6,8 +6,9 @@
 Both services run as their own processes on free ports with embedded defaults (SQLite store, Qdrant's
 in-process engine + Tantivy) and fresh data directories; the client is this process.
 
-1. **Encoder alone**: the texts RetrievalService will embed for these messages (built by the outbox's
-   own ``message_document``, so with the preceding turn when ``recall_context_turns`` says so), run
+1. **Encoder alone**: the texts RetrievalService will embed for these messages (the outbox's own
+   ``message_document`` read as the engine reads it: with the preceding turns only when
+   ``recall_context_legs`` names the vector leg), run
    through the same embedder class with the service's settings, in batches of the outbox's batch
    size (what one delivery hands the engine). Also the messages' own texts without context: what the
    user wrote.
@@ -37,6 +38,7 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +56,7 @@ from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.config import MemorySettings
 from strata_memory.indexing.documents import message_document
 from strata_memory.store.records import MessageRecord
+from strata_retrieval.conversions import document_from_pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.settings import RetrievalSettings
 from strata_serving.tenancy import DEFAULT_TENANT
@@ -107,8 +110,9 @@ def conversations(total: int) -> list[list[Turn]]:
     return out
 
 
-def indexed_texts(conversation: Sequence[Turn], context_turns: int) -> list[str]:
-    """What the outbox sends RetrievalService to embed for each turn (its ``message_document``)."""
+def embedded_texts(conversation: Sequence[Turn], context_turns: int, context_legs: str = "text") -> list[str]:
+    """What RetrievalService embeds for each turn: the outbox's ``message_document`` read back as the
+    engine reads it (``embedded_text``: the context only when the vector leg is one of its legs)."""
     records = [
         MessageRecord(
             id=f"message-{i}",
@@ -122,10 +126,11 @@ def indexed_texts(conversation: Sequence[Turn], context_turns: int) -> list[str]
         )
         for i, turn in enumerate(conversation)
     ]
-    return [
-        message_document(record, records[max(0, i - context_turns) : i] if context_turns else ()).text
+    documents = [
+        message_document(record, records[max(0, i - context_turns) : i], context_legs=context_legs)
         for i, record in enumerate(records)
     ]
+    return [document_from_pb(d, "document", lambda: datetime.now(UTC)).embedded_text for d in documents]
 
 
 def encoder_rate(embedder: OnnxSentenceEmbedder, texts: Sequence[str], batch: int) -> dict[str, float]:
@@ -317,6 +322,7 @@ def run(
     memory_settings = MemorySettings()
     retrieval_settings = RetrievalSettings()
     context_turns = memory_settings.recall_context_turns
+    context_legs = memory_settings.recall_context_legs
     delivery_batch = memory_settings.outbox_batch_size
     embedder = OnnxSentenceEmbedder.load(
         MODEL_CACHE,
@@ -326,13 +332,14 @@ def run(
     )
     results: dict[str, Any] = {
         "context_turns": context_turns,
+        "context_legs": context_legs,
         "outbox_batch_size": delivery_batch,
         "embedder": embedder.name,
         "embedder_threads": retrieval_settings.embedder_threads,
     }
     convs = conversations(messages)
-    texts = [text for conv in convs for text in indexed_texts(conv, context_turns)]
-    own = [text for conv in convs for text in indexed_texts(conv, 0)]
+    texts = [text for conv in convs for text in embedded_texts(conv, context_turns, context_legs)]
+    own = [text for conv in convs for text in embedded_texts(conv, 0)]
     print(f"ingest_e2e: encoder alone on {len(texts):,} texts (context turns {context_turns})", flush=True)
     encoder: dict[str, Any] = {
         "indexed": encoder_rate(embedder, texts, delivery_batch),
@@ -366,7 +373,7 @@ def run(
         finally:
             servers.stop()
         done = [conv for conv in stream.pop("written") if conv]
-        stream_texts = [text for conv in done for text in indexed_texts(conv, context_turns)]
+        stream_texts = [text for conv in done for text in embedded_texts(conv, context_turns, context_legs)]
         stream_encoder = encoder_rate(embedder, stream_texts, delivery_batch)
         stream["encoder"] = stream_encoder
         stream["vs_encoder"] = verdict(stream["rate_per_s"], stream_encoder["texts_per_s"])

@@ -42,11 +42,12 @@ def section(found: dict[str, Any]) -> list[str]:
     lines = [
         f"- Command: `{meta['command']}` (part of `make bench`), {meta['started_utc']} UTC, "
         f"{meta['wall_s']:.0f} s, {meta['cpu_steal_percent']} % of the CPU stolen.",
-        f"- Indexed texts: each message with {found['context_turns']} preceding turn(s) "
-        f"(`recall_context_turns`), mean {encoder['mean_chars_indexed']:.0f} characters against "
-        f"{encoder['mean_chars_own']:.0f} for the message alone. Encoder alone (same class and settings, "
-        f"batches of {found['outbox_batch_size']}): {encoder['indexed']['texts_per_s']:.0f} indexed texts/s, "
-        f"{encoder['own_texts']['texts_per_s']:.0f} messages/s without the context.",
+        f"- Embedded texts: each message with {found['context_turns']} preceding turn(s) read by the "
+        f"`{found.get('context_legs', 'both')}` leg(s) (`recall_context_turns`, `recall_context_legs`); "
+        f"embedded texts average {encoder['mean_chars_indexed']:.0f} characters against "
+        f"{encoder['mean_chars_own']:.0f} for the message alone. Encoder alone (same class, settings, "
+        f"batches of {found['outbox_batch_size']}): {encoder['indexed']['texts_per_s']:.0f} texts/s, "
+        f"{encoder['own_texts']['texts_per_s']:.0f} messages/s for the messages alone.",
         "",
         "| scenario | messages | msgs/s | / encoder | / encoder (message alone) | server CPU ms/msg "
         "(memory + retrieval) | / encoder CPU | latency p50 / p99 ms |",

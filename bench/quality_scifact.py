@@ -71,7 +71,7 @@ from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import FTS, VECTOR, RetrievalEngine
 from strata_retrieval.fusion import rrf
 from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
-from strata_retrieval.settings import RetrievalSettings
+from strata_retrieval.settings import RetrievalSettings, VectorBackend
 from strata_retrieval.vectors.qdrant_server import (
     QdrantServerIndex,
 )
@@ -86,7 +86,13 @@ MIN_MAX_DEPTHS = (50, 100)
 WEIGHTINGS = [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (1.0, 0.75), (0.75, 1.0)]
 ENGINES: dict[str, dict[str, Any]] = {
     "embedded": {},
-    "server": {"vector_backend": "server", "qdrant_url": ":memory:", "qdrant_collection": "scifact"},
+    # an enum member, not "server": model_copy(update=...) does not validate, and open_engine compares
+    # by identity (a plain string silently selected the dense-only qdrant backend beside Tantivy)
+    "server": {
+        "vector_backend": VectorBackend.SERVER,
+        "qdrant_url": ":memory:",
+        "qdrant_collection": "scifact",
+    },
 }
 
 
@@ -339,6 +345,7 @@ def run(quick: bool, report: Report, engines: list[str]) -> None:
     for name in engines:
         settings = base.model_copy(update=ENGINES[name])
         engine = open_engine(settings, embedder)
+        assert (name == "server") == isinstance(engine._vectors, QdrantServerIndex)  # the engine named
         results[name] = {"ingest_abstracts": ingest(engine, documents)}
         results[name]["ingest_messages"] = ingest(engine, messages)
         report.record("engines", results)

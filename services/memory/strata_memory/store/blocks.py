@@ -157,9 +157,11 @@ def write_block(
     old = current.block
     stored = _with_version(new, old.version + 1)
     stamp = now_us()
+    columns = _columns(stored)
+    del columns["id"]  # not in the SET list: SQLite rewrites an indexed column's index entry even unchanged
     result = conn.execute(
         _WRITE_IF_AT_VERSION,
-        {"match_id": old.id, "match_version": old.version, "updated_us": stamp, **_columns(stored)},
+        {"match_id": old.id, "match_version": old.version, "updated_us": stamp, **columns},
     )
     if result.rowcount != 1:
         actual = conn.execute(_VERSION_OF, {"block_id": old.id}).scalar()

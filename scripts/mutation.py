@@ -250,12 +250,15 @@ def run(target: Target, max_children: int, sample: Sample | None) -> dict[str, o
     return described
 
 
-def recheck(target: Target, max_children: int) -> None:
+def recheck(target: Target, max_children: int, only: list[str] | None = None) -> None:
     """Run ``target``'s surviving mutants again (mutmut copies the tests afresh and collects stats for
-    new ones); the run's record notes how many were rechecked and when."""
+    new ones), or those of them matching ``only`` (globs); the run's record notes how many and when."""
     folder = STAGING / target.name
     survived = [
-        name for codes in outcomes(folder).values() for name, code in codes.items() if code in SURVIVED
+        name
+        for codes in outcomes(folder).values()
+        for name, code in codes.items()
+        if code in SURVIVED and (not only or any(fnmatch.fnmatch(name, pattern) for pattern in only))
     ]
     if not survived:
         return
@@ -263,8 +266,9 @@ def recheck(target: Target, max_children: int) -> None:
     command = [str(MUTMUT), "run", "--max-children", str(max_children), *sorted(survived)]
     subprocess.run(command, cwd=folder, env=_environment(), check=False)
     described = json.loads((folder / "run.json").read_text())
+    earlier = described.get("rechecked_survivors", {}).get("count", 0)
     described["rechecked_survivors"] = {
-        "count": len(survived),
+        "count": earlier + len(survived),
         "seconds": round(time.monotonic() - started),
         "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": f"nice -n 19 make mutation MUTATION_ARGS='--only {target.name} --recheck-survivors'",
@@ -393,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the last run's survivors again against today's tests (the same staging folder)",
     )
+    parser.add_argument(
+        "--recheck-only", nargs="*", help="with --recheck-survivors: only the survivors matching these globs"
+    )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     chosen = [t for t in TARGETS if not args.only or t.name in args.only]
     if args.report_only or args.recheck_survivors:
@@ -400,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     sample = Sample(args.sample, args.seed) if args.sample else None
     for target in chosen:
         if args.recheck_survivors:
-            recheck(target, args.max_children)
+            recheck(target, args.max_children, args.recheck_only)
         elif not args.report_only:
             described = run(target, args.max_children, sample)
             arguments = f"--only {target.name} --max-children {args.max_children}"

@@ -32,6 +32,8 @@ from strata_memory.store.database import MIGRATIONS, Database
 from strata_memory.store.records import AgentRecord
 
 NOW = datetime(2026, 8, 1, 18, 24, 28, tzinfo=UTC)
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+"""The tail of every id the service makes (``<kind>-<uuid4>``)."""
 TENANT = "tenant-a"
 OTHER_TENANT = "tenant-b"
 

@@ -15,9 +15,7 @@ from strata_memory.operations.blocks import BlockLocator
 from strata_memory.store import index_jobs
 from strata_memory.store.records import Page
 from strata_serving.errors import AlreadyExists, InvalidArgument
-from tests.memory.operations.conftest import OTHER_TENANT, TENANT, Ops, agent_record
-
-UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+from tests.memory.operations.conftest import OTHER_TENANT, TENANT, UUID, Ops, agent_record
 
 
 def test_new_ids_name_their_kind() -> None:

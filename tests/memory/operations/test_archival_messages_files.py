@@ -4,6 +4,8 @@ commits with its indexing job; messages are persisted with role, conversation an
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from strata_memory.domain.errors import AgentNotFound, ConversationNotFound, FileNotFound
@@ -21,7 +23,7 @@ from strata_memory.store.records import (
     ToolCallRecord,
 )
 from strata_serving.errors import InvalidArgument, NotFound
-from tests.memory.operations.conftest import OTHER_TENANT, TENANT, Ops, agent_record
+from tests.memory.operations.conftest import OTHER_TENANT, TENANT, UUID, Ops, agent_record
 
 
 def _passage(text: str = "met Bob", tags: tuple[str, ...] = (), created_us: int = 0) -> PassageRecord:
@@ -95,6 +97,8 @@ async def test_first_insert_creates_the_default_archive(ops: Ops) -> None:
     first, second = written.items
     assert (first.text, first.tags, first.tenant_id) == ("one", ("a",), TENANT)
     assert first.archive_id == second.archive_id
+    assert re.fullmatch(f"archive-{UUID}", first.archive_id)
+    assert re.fullmatch(f"passage-{UUID}", first.id)
     assert second.created_us == first.created_us + 1  # one microsecond apart: listing keeps call order
     assert len(written.job_ids) == 2
     assert _pending(ops) == 2
@@ -151,6 +155,7 @@ async def test_archives_create_attach_list_delete(ops: Ops) -> None:
         ArchiveRecord(id="", tenant_id=TENANT, name="team", description="d", created_us=0), one.id
     )
     assert (shared.name, shared.description, shared.agent_ids) == ("team", "d", (one.id,))
+    assert re.fullmatch(f"archive-{UUID}", shared.id)
     loose = await ops.archives.create(
         ArchiveRecord(id="", tenant_id=TENANT, name="loose", description="", created_us=0), ""
     )
@@ -255,6 +260,7 @@ async def test_append_and_list_messages(ops: Ops) -> None:
     assert second.created_us == 7
     assert first.created_us > 0
     assert first.id != second.id
+    assert re.fullmatch(f"message-{UUID}", first.id)
     assert second.sequence == first.sequence + 1
     assert len(written.job_ids) == 2
     assert (_pending(ops), ops.queue.notified) == (2, 1)

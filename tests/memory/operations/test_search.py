@@ -343,3 +343,19 @@ async def test_a_refused_search_tool_is_a_failed_result_in_the_agents_zone(searc
     assert (run.ok, run.reason) == (False, "INVALID_TOOL_ARGUMENTS")
     assert run.text == "conversation_search: 'limit' must be between 1 and 100, got 0."
     assert json.loads(run.envelope)["time"] == "2026-08-01 08:24:28 PM CEST+0200"
+
+
+async def test_leg_weights_and_k_reach_the_fusion(searching: Searching, retrieval: RetrievalClient) -> None:
+    """score = sum of w_leg / (k + rank_leg) (DESIGN.md); a lone document ranks first in both legs."""
+    s = searching
+    agent = await _agent(s.ops)
+    await _insert(s, agent, "green tea with Bob")
+    await s.deliver()
+    weighted = Search(
+        s.ops.db, retrieval, archival=LegWeights(vector=2.0, fts=0.5, rrf_k=1.0), recall=LegWeights()
+    )
+    hits = await weighted.archival(TENANT, agent.id, SearchWindow("green tea"), tags=[], match_all=False)
+    assert [(h.vector_rank, h.fts_rank) for h in hits] == [(1, 1)]
+    assert hits[0].rrf_score == pytest.approx(2.0 / (1.0 + 1) + 0.5 / (1.0 + 1))
+    default = await s.search.archival(TENANT, agent.id, SearchWindow("green tea"), tags=[], match_all=False)
+    assert default[0].rrf_score == pytest.approx(2 / 61)

@@ -271,7 +271,8 @@ def recheck(target: Target, max_children: int, only: list[str] | None = None) ->
         "count": earlier + len(survived),
         "seconds": round(time.monotonic() - started),
         "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": f"nice -n 19 make mutation MUTATION_ARGS='--only {target.name} --recheck-survivors'",
+        "command": f"nice -n 19 make mutation MUTATION_ARGS='--only {target.name} --recheck-survivors"
+        + (f" --recheck-only {' '.join(only)}'" if only else "'"),
     }
     (folder / "run.json").write_text(json.dumps(described) + "\n")
 

@@ -14,13 +14,15 @@ import asyncio
 from collections.abc import Sequence
 from typing import cast
 
+from sqlalchemy import select
+
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.store import archives as archive_rows
-from strata_memory.store import index_jobs
+from strata_memory.store import index_jobs, schema
 from strata_memory.store.database import Database
-from strata_memory.store.records import ArchiveRecord, PassageRecord
+from strata_memory.store.records import ArchiveRecord, PassageRecord, now_us
 from tests.store_backends import postgres_schema, store_url
 
 __all__ = ["postgres_schema", "store_url"]  # fixtures: each test runs on SQLite and on PostgreSQL
@@ -110,14 +112,20 @@ async def test_a_dead_workers_leases_expire_and_another_worker_takes_the_jobs_ov
     db = _store(store_url)
     recorder = Recorder()
     dead = OutboxWorker(
-        db, cast(RetrievalClient, recorder), policy=OutboxPolicy(lease_seconds=0.2), name="dead"
+        db, cast(RetrievalClient, recorder), policy=OutboxPolicy(lease_seconds=3600), name="dead"
     )
     alive = OutboxWorker(db, cast(RetrievalClient, recorder), name="alive")
     try:
         written = _write(db, "t", 10)
+        before = now_us()
         assert len(await dead.claim()) == 10  # claimed, then the worker dies before delivering
+        leases = await db.read(
+            lambda conn: conn.execute(select(schema.index_jobs.c.lease_until_us)).scalars().all()
+        )
+        assert all(before + 3600 * 10**6 <= lease <= now_us() + 3600 * 10**6 for lease in leases)
         assert await alive.deliver_once() == 0  # leased: not another worker's to deliver yet
-        await asyncio.sleep(0.3)
+        with db.writing() as conn:  # the hour passes: the dead worker's leases run out
+            conn.execute(schema.index_jobs.update().values(lease_until_us=now_us() - 1))
         assert await alive.deliver_once() == 10
         assert sorted(recorder.sent) == sorted(written)
     finally:

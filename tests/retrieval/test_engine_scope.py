@@ -306,6 +306,19 @@ def test_an_index_out_of_space_is_reported_as_disk_full_naming_it(
         engine.upsert([passage(T, "p1")])
 
 
+@pytest.mark.parametrize("leg", ["_vectors", "_text"])
+def test_an_index_out_of_space_while_deleting_is_reported_as_disk_full_naming_it(
+    engine: RetrievalEngine, monkeypatch: pytest.MonkeyPatch, leg: str
+) -> None:
+    def no_space(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(getattr(engine, leg), "delete", no_space)
+    with pytest.raises(IndexDiskFull) as full:
+        engine.delete_ids(T, ["p1"])
+    assert full.value.metadata["engine"] == ("the vector index" if leg == "_vectors" else "the text index")
+
+
 def test_only_the_server_engine_rebuilds_behind_an_alias(
     engine: RetrievalEngine, embedder: OnnxSentenceEmbedder
 ) -> None:

@@ -111,3 +111,12 @@ def test_main_refuses_the_commit_and_says_why(
         "memfs pre-commit: locked.md: a new block cannot be created read-only from a file\n"
         "memfs pre-commit: commit refused (restore with `git checkout -- FILE`)\n"
     )
+
+
+def test_show_is_none_for_what_git_does_not_hold(repo: Repository) -> None:
+    assert repo.show("HEAD:notes.md") is None  # no commit yet
+    stage(repo, {"notes.md": text()})
+    assert repo.show(":notes.md") == text()
+    repo.run("commit", "--quiet", "--no-verify", "-m", "first")
+    assert repo.show("HEAD:notes.md") == text()
+    assert repo.show("HEAD:missing.md") is None

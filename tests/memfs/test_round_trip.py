@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from strata.cli.main import main
 from strata.memory.v1 import resources_pb2 as pb
 from tests.memfs.conftest import Memfs, block
 
@@ -167,3 +168,24 @@ def test_commits_fall_back_to_a_memfs_identity_when_git_has_none(
     agent_id = memfs.agent(block("notes", "n"))
     memfs.ok("clone", agent_id, str(tmp_path / "memory"))
     assert git(tmp_path / "memory", "log", "--format=%an <%ae>") == "strata memfs <memfs@strata.invalid>\n"
+
+
+def test_json_reports_name_their_command(memfs: Memfs, tmp_path: Path) -> None:
+    agent_id = memfs.agent(block("notes", "n"))
+    root = tmp_path / "memory"
+    memfs.ok("clone", agent_id, str(root))
+    memfs.set_value(agent_id, "notes", "server edit")
+
+    def as_json(*args: str) -> dict[str, object]:
+        memfs.capsys.readouterr()
+        assert main(["--target", memfs.target, "--tenant", memfs.tenant, "--json", "memfs", *args]) == 0
+        found: dict[str, object] = json.loads(memfs.capsys.readouterr().out)
+        return found
+
+    status = as_json("status", "--dir", str(root))
+    assert (status["action"], status["agent_id"], status["ok"]) == ("status", agent_id, True)
+    assert status["pending"] == [
+        {"label": "notes", "path": "notes.md", "kind": "pull-update", "detail": "changed on the server"}
+    ]
+    pulled = as_json("pull", "--dir", str(root))
+    assert pulled["action"] == "pulled"

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from strata_retrieval.disk import DiskGuard, IndexDiskFull
 from strata_retrieval.documents import (
@@ -30,8 +31,10 @@ from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
 from strata_serving.errors import FailedPrecondition, InvalidArgument
+from tests.system.test_tracing import spans
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
+__all__ = ["spans"]  # fixture: spans recorded in memory
 T, U = "tenant-t", "tenant-u"
 PASSAGES = {
     "p1": ("Insulin lowers the level of glucose in the blood", ("health",)),
@@ -335,3 +338,35 @@ def test_only_the_server_engine_rebuilds_behind_an_alias(
         assert ids(rebuilt, "glucose insulin", SearchMode.FTS)[0] == "p1"  # the documents came along
     finally:
         rebuilt.close()
+
+
+def test_each_leg_is_traced_with_the_depth_it_searched(
+    engine: RetrievalEngine, spans: InMemorySpanExporter
+) -> None:
+    flt = DocumentFilter(tenant_id=T)
+    hybrid = SearchQuery(
+        text="glucose", mode=SearchMode.HYBRID, filter=flt, top_k=2, vector_depth=3, fts_depth=4
+    )
+    legs = engine.candidates(hybrid)
+    engine.search(hybrid)
+    engine.search(SearchQuery(text="glucose", mode=SearchMode.FTS, filter=flt, top_k=2))
+    engine.search(SearchQuery(text="glucose", mode=SearchMode.VECTOR, filter=flt, top_k=1))
+    traced = [(span.name, dict(span.attributes or {})) for span in spans.get_finished_spans()]
+    fused = sum(len(candidates) for candidates in legs.values())
+    found = sorted(
+        (name, sorted(attributes.items())) for name, attributes in traced if name.startswith("search.")
+    )
+    # the text leg runs on a thread beside the vector leg: compared without their order
+    assert found == sorted(
+        [
+            ("search.vector_leg", [("depth", 3)]),  # candidates(): the legs only
+            ("search.fts_leg", [("depth", 4)]),
+            ("search.vector_leg", [("depth", 3)]),
+            ("search.fts_leg", [("depth", 4)]),
+            ("search.fusion", [("candidates", fused)]),
+            ("search.fts_leg", [("depth", 2)]),  # one leg: top_k candidates
+            ("search.fusion", [("candidates", 2)]),
+            ("search.vector_leg", [("depth", 1)]),
+            ("search.fusion", [("candidates", 1)]),
+        ]
+    )

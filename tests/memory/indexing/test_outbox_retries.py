@@ -332,3 +332,18 @@ async def test_wait_delivered_gives_up_after_its_time_and_says_so(db: Database) 
         assert await sender.wait_delivered([], within=0.2) is True
     finally:
         await sender.stop()
+
+
+async def test_a_deletion_landing_while_its_upsert_is_on_the_wire_is_not_undone(db: Database) -> None:
+    kept, deleted = write(db, "t", ["kept", "deleted meanwhile"])
+
+    class DeletingMeanwhile(Retrieval):
+        async def upsert(self, documents: Sequence[rpb.Document]) -> None:
+            await super().upsert(documents)
+            with db.writing() as conn:  # another writer deletes it before the acknowledgement arrives
+                archive_rows.delete_passage(conn, "t", deleted)
+
+    retrieval = DeletingMeanwhile()
+    assert await worker(db, retrieval).deliver_once() == 2
+    assert sorted(retrieval.indexed) == sorted([kept, deleted])
+    assert [(r.ids.tenant_id, list(r.ids.ids)) for r in retrieval.deletes] == [("t", [deleted])]

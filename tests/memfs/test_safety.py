@@ -306,3 +306,22 @@ def test_a_server_edit_landing_mid_push_becomes_a_conflict(
     assert (body(root / "notes.md") == "local") if local == "edited" else not (root / "notes.md").exists()
     status = memfs("status", "--dir", str(root))[1]
     assert "C notes.md  (" in status  # still a conflict for the user to settle, not a lost edit
+
+
+def test_a_resolve_commit_names_each_label_and_what_was_kept(memfs: Memfs, tmp_path: Path) -> None:
+    agent_id, root = cloned(memfs, tmp_path, block("mine", "0"), block("theirs", "0"))
+    for label in ("mine", "theirs"):
+        set_body(root / f"{label}.md", "local")
+        memfs.set_value(agent_id, label, "server")
+    memfs.ok("resolve", "--dir", str(root), "--theirs", "theirs")
+    assert git(root, "log", "-1", "--format=%B").stdout.strip() == (
+        "memfs resolve: take the server's version of theirs\n"
+        "\n"
+        "- theirs: changed here and on the server since the last sync; took the server's version"
+    )
+    memfs.ok("resolve", "--dir", str(root), "mine.md")
+    assert git(root, "log", "-1", "--format=%B").stdout.strip() == (
+        "memfs resolve: keep the folder's version of mine\n"
+        "\n"
+        "- mine: changed here and on the server since the last sync; kept the folder's version; push sends it"
+    )

@@ -172,10 +172,14 @@ async def test_an_operator_lists_and_retries_parked_jobs(db: Database) -> None:
 
 async def test_retrying_parked_jobs_refuses_bad_ids(db: Database) -> None:
     operator = ParkedJobs(db, lambda: None)
-    with pytest.raises(InvalidArgument, match="positive"):
+    with pytest.raises(InvalidArgument, match="positive") as zero:
         await operator.retry("t", [1, 0])
-    with pytest.raises(InvalidArgument, match="at most"):
+    with pytest.raises(InvalidArgument, match="at most") as too_many:
         await operator.retry("t", list(range(1, MAX_RETRY_IDS + 2)))
+    assert [field for field, _ in zero.value.field_violations + too_many.value.field_violations] == [
+        "job_ids",
+        "job_ids",
+    ]
     assert await operator.retry("t", list(range(1, MAX_RETRY_IDS + 1))) == 0  # exactly the limit is allowed
 
 
@@ -347,3 +351,17 @@ async def test_a_deletion_landing_while_its_upsert_is_on_the_wire_is_not_undone(
     assert await worker(db, retrieval).deliver_once() == 2
     assert sorted(retrieval.indexed) == sorted([kept, deleted])
     assert [(r.ids.tenant_id, list(r.ids.ids)) for r in retrieval.deletes] == [("t", [deleted])]
+
+
+async def test_wait_delivered_waits_for_its_own_jobs_only(db: Database) -> None:
+    bad, good = write(db, "t", ["never", "fine"])
+    retrieval = Retrieval(refused=[bad])
+    sender = worker(db, retrieval, OutboxPolicy(max_attempts=1, idle_poll_seconds=0.01))
+    ids = {str(j["document_id"]): int(cast(int, j["id"])) for j in jobs(db).values()}
+    sender.start()
+    try:
+        assert await sender.wait_delivered([ids[good]], within=30)  # the parked job of another write waits on
+        assert jobs(db)[bad]["parked_us"] is not None
+        assert await sender.wait_delivered([ids[bad]], within=0.1) is False
+    finally:
+        await sender.stop()

@@ -360,7 +360,8 @@ async def test_wait_delivered_waits_for_its_own_jobs_only(db: Database) -> None:
     ids = {str(j["document_id"]): int(cast(int, j["id"])) for j in jobs(db).values()}
     sender.start()
     try:
-        assert await sender.wait_delivered([ids[good]], within=30)  # the parked job of another write waits on
+        # returns once its job is delivered, while another write's parked job waits on (not after `within`)
+        assert await asyncio.wait_for(sender.wait_delivered([ids[good]], within=3600), timeout=30)
         assert jobs(db)[bad]["parked_us"] is not None
         assert await sender.wait_delivered([ids[bad]], within=0.1) is False
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from strata.memfs import hook
-from strata.memfs.git import Repository
+from strata.memfs.git import GitError, Repository
 
 
 def text(description: str = "about it", value: str = "v", *, read_only: bool | None = None) -> bytes:
@@ -120,3 +120,8 @@ def test_show_is_none_for_what_git_does_not_hold(repo: Repository) -> None:
     repo.run("commit", "--quiet", "--no-verify", "-m", "first")
     assert repo.show("HEAD:notes.md") == text()
     assert repo.show("HEAD:missing.md") is None
+
+
+def test_a_failing_git_command_raises_with_gits_message(tmp_path: Path) -> None:
+    with pytest.raises(GitError, match="not a git repository"):
+        Repository(tmp_path).run("log")

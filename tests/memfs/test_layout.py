@@ -148,3 +148,8 @@ def test_files_named_as_the_server_would_refuse_are_reported_not_pushed(tmp_path
     found, ignored = scan(tmp_path)
     assert sorted(found) == ["заметки"]
     assert [i.reason.split(":")[0] for i in ignored] == ["its name cannot be a block label"]
+
+
+def test_front_matter_keeps_non_ascii_text_readable() -> None:
+    text = render_block_file("café notes", 5, False, "v")
+    assert "description: café notes\n" in text

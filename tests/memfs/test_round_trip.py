@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from strata.cli.main import main
+from strata.memfs import engine
 from strata.memory.v1 import resources_pb2 as pb
 from tests.memfs.conftest import Memfs, block
 
@@ -189,3 +191,22 @@ def test_json_reports_name_their_command(memfs: Memfs, tmp_path: Path) -> None:
     ]
     pulled = as_json("pull", "--dir", str(root))
     assert pulled["action"] == "pulled"
+
+
+def test_a_pull_reports_each_version_and_a_file_it_cannot_write(
+    memfs: Memfs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent_id = memfs.agent(block("notes", "n"), block("other", "o"))
+    root = tmp_path / "memory"
+    memfs.ok("clone", agent_id, str(root))
+    notes = memfs.set_value(agent_id, "notes", "server edit")
+    assert f"  M notes.md  (version {notes.version})" in memfs.ok("pull", "--dir", str(root))
+    memfs.set_value(agent_id, "other", "server edit")
+
+    def disk_full(*_: object) -> None:  # fault injection: the folder's disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(engine, "write_remote", disk_full)
+    code, out, _ = memfs("pull", "--dir", str(root))
+    assert code == 1
+    assert "  ! other.md  (cannot write other.md: No space left on device)" in out

@@ -32,9 +32,10 @@ class MemorySettings(ServingSettings):
     client's deadline has left."""
     outbox_batch_size: int = 256
     """Index jobs delivered to RetrievalService per call."""
-    outbox_deliveries_in_flight: int = Field(default=2, ge=1)
-    """Index batches the outbox has in flight at once: while RetrievalService embeds one, the next is
-    claimed and sent, so the embedder does not wait for the store between batches."""
+    outbox_deliveries_in_flight: int = Field(default=1, ge=1)
+    """Index batches the outbox may have in flight at once: with 2, while RetrievalService embeds one,
+    the next full batch is claimed and sent. 1 on 2 cores (paired A/Bs: no gain on an import, a cost
+    on streams of small appends); try 2 where RetrievalService has cores to spare."""
     outbox_max_backoff_seconds: float = 5.0
     """Longest wait between delivery attempts (backoff doubles from 0.2 s, with jitter, up to this)."""
     outbox_max_attempts: int = Field(default=8, ge=1)

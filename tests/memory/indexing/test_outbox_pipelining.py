@@ -1,5 +1,5 @@
-"""The outbox keeps more than one batch in flight: while RetrievalService embeds one batch, the next
-is claimed and sent, so the embedder never waits for the store between batches (issue 18.1).
+"""With ``deliveries_in_flight=2`` the outbox keeps two batches in flight: while RetrievalService embeds
+one batch, the next full one is claimed and sent (issue 18.1), each document's jobs still in order.
 
 The store is real (SQLite, and PostgreSQL when STRATA_TEST_POSTGRES_URL is set) and the worker runs
 its own loops (``start``). RetrievalService is a stand-in that holds the first batch until the test
@@ -75,7 +75,9 @@ async def test_the_next_batch_is_sent_while_the_first_is_still_being_indexed(sto
     db = Database(store_url)
     db.migrate()
     retrieval = HoldsFirstBatch()
-    worker = OutboxWorker(db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH))
+    worker = OutboxWorker(
+        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2)
+    )
     try:
         written = _write(db, "t", 3 * BATCH)
         worker.start()
@@ -96,7 +98,9 @@ async def test_a_documents_later_job_waits_for_its_earlier_job_in_flight(store_u
     db = Database(store_url)
     db.migrate()
     retrieval = HoldsFirstBatch()
-    worker = OutboxWorker(db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH))
+    worker = OutboxWorker(
+        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2)
+    )
     try:
         written = _write(db, "t", BATCH)
         worker.start()
@@ -123,7 +127,9 @@ async def test_small_writes_gather_behind_the_batch_in_flight_until_they_fill_on
     db = Database(store_url)
     db.migrate()
     retrieval = HoldsFirstBatch()
-    worker = OutboxWorker(db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH))
+    worker = OutboxWorker(
+        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2)
+    )
     looked = asyncio.Event()
     loop = asyncio.get_running_loop()
     window_waiting = worker._window_waiting

@@ -13,15 +13,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import create_engine, make_url, text
 
 from strata.client.channel_policy import channel_options, strata_retryable
+from strata_serving.probe import wait_until_serving
 
 
 def free_port() -> int:
@@ -35,23 +34,6 @@ def balanced_channel(target: str) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(
         target, options=channel_options(strata_retryable(), balance_on_health="")
     )
-
-
-def wait_serving(address: str, process: subprocess.Popen[bytes], within: float = 120.0) -> None:
-    deadline = time.monotonic() + within
-    with grpc.insecure_channel(address) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"the process for {address} exited with code {process.returncode}")
-            try:
-                reply = health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.1)
-    raise TimeoutError(f"{address} did not report SERVING within {within:.0f} s")
 
 
 def child_environment(**settings: str) -> dict[str, str]:
@@ -120,7 +102,7 @@ class Cluster:
 
     def wait_serving(self) -> None:
         for address, process in zip(self.addresses, self.processes, strict=True):
-            wait_serving(address, process)
+            wait_until_serving(address, process)
 
     def pids(self) -> list[int]:
         return [process.pid for process in self.processes]

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.perf import process_cpu
-from bench.replica_processes import Cluster, balanced_channel, child_environment, free_port, wait_serving
+from bench.replica_processes import Cluster, balanced_channel, child_environment, free_port
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
+from strata_serving.probe import wait_until_serving
 
 if TYPE_CHECKING:
     RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
@@ -145,7 +146,7 @@ def outbox_delivery(
         for n in REPLICAS
     ]
     try:
-        wait_serving(address, retrieval, within=600)
+        wait_until_serving(address, retrieval, within=600)
         for cluster in clusters:
             cluster.start()
         for cluster in clusters:

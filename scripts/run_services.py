@@ -15,32 +15,12 @@ import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from strata_serving.probe import wait_until_serving
 
 SERVICES = (
     ("retrieval", "strata_retrieval.main", "STRATA_RETRIEVAL_ADDRESS", "127.0.0.1:50052"),
     ("memory", "strata_memory.main", "STRATA_MEMORY_ADDRESS", "127.0.0.1:50051"),
 )
-
-
-def wait_serving(address: str, process: subprocess.Popen[bytes], within: float = 120.0) -> None:
-    deadline = time.monotonic() + within
-    with grpc.insecure_channel(address) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise SystemExit(f"service on {address} exited with code {process.returncode}")
-            try:
-                if (
-                    health.Check(health_pb2.HealthCheckRequest(), timeout=1).status
-                    == health_pb2.HealthCheckResponse.SERVING
-                ):
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.2)
-    raise SystemExit(f"service on {address} did not report SERVING within {within:.0f} s")
 
 
 class Launcher:
@@ -77,7 +57,10 @@ class Launcher:
 
     def serving(self, name: str, address: str, process: subprocess.Popen[bytes]) -> None:
         """Wait until the process reports SERVING on ``address``, and say so."""
-        wait_serving(address, process)
+        try:
+            wait_until_serving(address, process)
+        except (RuntimeError, TimeoutError) as failure:
+            raise SystemExit(f"{name}: {failure}") from None
         print(f"strata: {name} SERVING on {address}", file=sys.stderr, flush=True)
 
     def serve(self, carry_on: Callable[[], bool]) -> None:

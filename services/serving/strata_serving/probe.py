@@ -3,12 +3,17 @@
 Exits 0 when the server reports SERVING (for the whole server, or for SERVICE), 1 otherwise. For a
 server that requires TLS, set ``STRATA_PROBE_TLS_ROOT_CERT`` (PEM CA) and, under mTLS, also
 ``STRATA_PROBE_TLS_CLIENT_CERT`` and ``STRATA_PROBE_TLS_CLIENT_KEY``.
+
+:func:`wait_until_serving` is the same check polled for a child process a launcher started
+(``make run``, ``make run-cluster``, the replica benchmarks).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -37,6 +42,24 @@ def serving(address: str, service: str = "", timeout: float = 2.0) -> bool:
         except grpc.RpcError:
             return False
     return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def wait_until_serving(
+    address: str, process: subprocess.Popen[bytes], within: float = 120.0, every: float = 0.2
+) -> None:
+    """Return once the server ``process`` started on ``address`` reports SERVING.
+
+    Raises :class:`RuntimeError` if the process exits first and :class:`TimeoutError` after
+    ``within`` seconds.
+    """
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the process for {address} exited with code {process.returncode}")
+        if serving(address, timeout=1.0):
+            return
+        time.sleep(every)
+    raise TimeoutError(f"{address} did not report SERVING within {within:.0f} s")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,9 +9,10 @@ releases it: only to observe what the worker sends meanwhile.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import cast
 
+import pytest_asyncio
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
@@ -71,7 +72,12 @@ async def _until(condition: asyncio.Event) -> None:
         await condition.wait()
 
 
-async def test_the_next_batch_is_sent_while_the_first_is_still_being_indexed(store_url: str) -> None:
+Pipeline = tuple[Database, HoldsFirstBatch, OutboxWorker]
+
+
+@pytest_asyncio.fixture
+async def pipeline(store_url: str) -> AsyncIterator[Pipeline]:
+    """A migrated store, and a worker (not started) with two deliveries in flight to a held Retrieval."""
     db = Database(store_url)
     db.migrate()
     retrieval = HoldsFirstBatch()
@@ -79,57 +85,48 @@ async def test_the_next_batch_is_sent_while_the_first_is_still_being_indexed(sto
         db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2)
     )
     try:
-        written = _write(db, "t", 3 * BATCH)
-        worker.start()
-        await _until(retrieval.second_started)  # before the first batch was acknowledged
-        assert retrieval.acknowledged == retrieval.started[1]
-        assert not set(retrieval.started[0]) & set(retrieval.started[1])  # each job in one batch
-        retrieval.release.set()
-        async with asyncio.timeout(WITHIN):
-            while await db.read(index_jobs.pending):
-                await worker.wait_delivered([], within=1.0)
-        assert sorted(retrieval.acknowledged) == written  # each exactly once
+        yield db, retrieval, worker
     finally:
         await worker.stop()
         db.close()
 
 
-async def test_a_documents_later_job_waits_for_its_earlier_job_in_flight(store_url: str) -> None:
-    db = Database(store_url)
-    db.migrate()
-    retrieval = HoldsFirstBatch()
-    worker = OutboxWorker(
-        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2)
-    )
-    try:
-        written = _write(db, "t", BATCH)
-        worker.start()
-        await _until(retrieval.first_started)
-        with db.writing() as conn:  # the same documents changed again while their first jobs are in flight
-            index_jobs.enqueue(conn, "t", index_jobs.UPSERT, written)
-        [fresh] = _write(db, "t", 1, first=BATCH)
-        worker.notify()
-        await _until(retrieval.second_started)
-        assert retrieval.started[1] == [fresh]  # the other delivery may send only the new document
-        retrieval.release.set()
-        async with asyncio.timeout(WITHIN):
-            while await db.read(index_jobs.pending):
-                await worker.wait_delivered([], within=1.0)
-        again = [batch for batch in retrieval.started[2:] if set(batch) & set(written)]
-        assert sorted(doc for batch in again for doc in batch) == written  # after the first was acknowledged
-        assert retrieval.acknowledged[: 1 + BATCH] == [fresh, *retrieval.started[0]]
-    finally:
-        await worker.stop()
-        db.close()
+async def test_the_next_batch_is_sent_while_the_first_is_still_being_indexed(pipeline: Pipeline) -> None:
+    db, retrieval, worker = pipeline
+    written = _write(db, "t", 3 * BATCH)
+    worker.start()
+    await _until(retrieval.second_started)  # before the first batch was acknowledged
+    assert retrieval.acknowledged == retrieval.started[1]
+    assert not set(retrieval.started[0]) & set(retrieval.started[1])  # each job in one batch
+    retrieval.release.set()
+    async with asyncio.timeout(WITHIN):
+        while await db.read(index_jobs.pending):
+            await worker.wait_delivered([], within=1.0)
+    assert sorted(retrieval.acknowledged) == written  # each exactly once
 
 
-async def test_small_writes_gather_behind_the_batch_in_flight_until_they_fill_one(store_url: str) -> None:
-    db = Database(store_url)
-    db.migrate()
-    retrieval = HoldsFirstBatch()
-    worker = OutboxWorker(
-        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2)
-    )
+async def test_a_documents_later_job_waits_for_its_earlier_job_in_flight(pipeline: Pipeline) -> None:
+    db, retrieval, worker = pipeline
+    written = _write(db, "t", BATCH)
+    worker.start()
+    await _until(retrieval.first_started)
+    with db.writing() as conn:  # the same documents changed again while their first jobs are in flight
+        index_jobs.enqueue(conn, "t", index_jobs.UPSERT, written)
+    [fresh] = _write(db, "t", 1, first=BATCH)
+    worker.notify()
+    await _until(retrieval.second_started)
+    assert retrieval.started[1] == [fresh]  # the other delivery may send only the new document
+    retrieval.release.set()
+    async with asyncio.timeout(WITHIN):
+        while await db.read(index_jobs.pending):
+            await worker.wait_delivered([], within=1.0)
+    again = [batch for batch in retrieval.started[2:] if set(batch) & set(written)]
+    assert sorted(doc for batch in again for doc in batch) == written  # after the first was acknowledged
+    assert retrieval.acknowledged[: 1 + BATCH] == [fresh, *retrieval.started[0]]
+
+
+async def test_small_writes_gather_behind_the_batch_in_flight_until_they_fill_one(pipeline: Pipeline) -> None:
+    db, retrieval, worker = pipeline
     looked = asyncio.Event()
     loop = asyncio.get_running_loop()
     window_waiting = worker._window_waiting
@@ -140,23 +137,19 @@ async def test_small_writes_gather_behind_the_batch_in_flight_until_they_fill_on
         return full
 
     worker._window_waiting = observed  # type: ignore[method-assign]
-    try:
-        first = _write(db, "t", 1)
-        worker.start()
-        await _until(retrieval.first_started)
-        looked.clear()
-        small = _write(db, "t", 1, first=1)
-        worker.notify()
-        await _until(looked)  # the idle delivery saw one job waiting: too few to fill a batch
-        rest = _write(db, "t", BATCH - 1, first=2)
-        worker.notify()
-        await _until(retrieval.second_started)
-        assert retrieval.started[1] == small + rest  # the small write was not sent alone
-        retrieval.release.set()
-        async with asyncio.timeout(WITHIN):
-            while await db.read(index_jobs.pending):
-                await worker.wait_delivered([], within=1.0)
-        assert sorted(retrieval.acknowledged) == sorted(first + small + rest)
-    finally:
-        await worker.stop()
-        db.close()
+    first = _write(db, "t", 1)
+    worker.start()
+    await _until(retrieval.first_started)
+    looked.clear()
+    small = _write(db, "t", 1, first=1)
+    worker.notify()
+    await _until(looked)  # the idle delivery saw one job waiting: too few to fill a batch
+    rest = _write(db, "t", BATCH - 1, first=2)
+    worker.notify()
+    await _until(retrieval.second_started)
+    assert retrieval.started[1] == small + rest  # the small write was not sent alone
+    retrieval.release.set()
+    async with asyncio.timeout(WITHIN):
+        while await db.read(index_jobs.pending):
+            await worker.wait_delivered([], within=1.0)
+    assert sorted(retrieval.acknowledged) == sorted(first + small + rest)

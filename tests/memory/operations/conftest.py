@@ -29,7 +29,7 @@ from strata_memory.operations.prompts import Prompts
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.store import index_jobs
 from strata_memory.store.database import MIGRATIONS, Database
-from strata_memory.store.records import AgentRecord
+from strata_memory.store.records import AgentRecord, MessageRecord, ToolCallRecord
 
 NOW = datetime(2026, 8, 1, 18, 24, 28, tzinfo=UTC)
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -114,6 +114,25 @@ def ops(db: Database) -> Ops:
         messages=Messages(db, queue),
         files=Files(db, prompts),
         tools=ToolRunner(db, prompts, clock),
+    )
+
+
+def message_record(
+    role: str = "user",
+    content: str = "hello",
+    tool_calls: tuple[ToolCallRecord, ...] = (),
+    created_us: int = 0,
+) -> MessageRecord:
+    """A message as an AppendMessages request describes it (ids and conversation are the store's)."""
+    return MessageRecord(
+        id="",
+        tenant_id="",
+        agent_id="",
+        conversation_id="",
+        role=role,
+        content=content,
+        tool_calls=tool_calls,
+        created_us=created_us,
     )
 
 

@@ -23,29 +23,11 @@ from strata_memory.store.records import (
     ToolCallRecord,
 )
 from strata_serving.errors import InvalidArgument, NotFound
-from tests.memory.operations.conftest import OTHER_TENANT, TENANT, UUID, Ops, agent_record
+from tests.memory.operations.conftest import OTHER_TENANT, TENANT, UUID, Ops, agent_record, message_record
 
 
 def _passage(text: str = "met Bob", tags: tuple[str, ...] = (), created_us: int = 0) -> PassageRecord:
     return PassageRecord(id="", tenant_id="", archive_id="", text=text, tags=tags, created_us=created_us)
-
-
-def _message(
-    role: str = "user",
-    content: str = "hello",
-    tool_calls: tuple[ToolCallRecord, ...] = (),
-    created_us: int = 0,
-) -> MessageRecord:
-    return MessageRecord(
-        id="",
-        tenant_id="",
-        agent_id="",
-        conversation_id="",
-        role=role,
-        content=content,
-        tool_calls=tool_calls,
-        created_us=created_us,
-    )
 
 
 async def _agent(ops: Ops, name: str = "Sam") -> AgentRecord:
@@ -226,12 +208,12 @@ def test_roles() -> None:
     ("messages", "message"),
     [
         ([], "messages: must contain at least one message"),
-        ([_message()] * 1001, "messages: at most 1000 per call (got 1001)"),
+        ([message_record()] * 1001, "messages: at most 1000 per call (got 1001)"),
         (
-            [_message(), _message(role="robot")],
+            [message_record(), message_record(role="robot")],
             "messages[1].role: must be one of system, user, assistant, tool",
         ),
-        ([_message(content=" \n")], "messages[0].content: must not be empty (or carry tool_calls)"),
+        ([message_record(content=" \n")], "messages[0].content: must not be empty (or carry tool_calls)"),
     ],
 )
 def test_checked_messages_refuses(messages: list[MessageRecord], message: str) -> None:
@@ -241,14 +223,19 @@ def test_checked_messages_refuses(messages: list[MessageRecord], message: str) -
 
 
 def test_a_tool_call_without_text_is_a_message() -> None:
-    checked_messages([_message(role="assistant", content="", tool_calls=(ToolCallRecord("c1", "f", "{}"),))])
-    checked_messages([_message()] * 1000)
+    checked_messages(
+        [message_record(role="assistant", content="", tool_calls=(ToolCallRecord("c1", "f", "{}"),))]
+    )
+    checked_messages([message_record()] * 1000)
 
 
 async def test_append_and_list_messages(ops: Ops) -> None:
     agent = await _agent(ops)
     written = await ops.messages.append(
-        TENANT, agent.id, "default", [_message("user", "hi"), _message("assistant", "hello", created_us=7)]
+        TENANT,
+        agent.id,
+        "default",
+        [message_record("user", "hi"), message_record("assistant", "hello", created_us=7)],
     )
     first, second = written.items
     assert (first.tenant_id, first.agent_id, first.conversation_id, first.role) == (
@@ -281,9 +268,9 @@ async def test_append_and_list_messages(ops: Ops) -> None:
 async def test_messages_need_the_agent_and_conversation(ops: Ops) -> None:
     agent = await _agent(ops)
     with pytest.raises(AgentNotFound):
-        await ops.messages.append(OTHER_TENANT, agent.id, "default", [_message()])
+        await ops.messages.append(OTHER_TENANT, agent.id, "default", [message_record()])
     with pytest.raises(ConversationNotFound):
-        await ops.messages.append(TENANT, agent.id, "nope", [_message()])
+        await ops.messages.append(TENANT, agent.id, "nope", [message_record()])
     with pytest.raises(ConversationNotFound):
         await ops.messages.listing(TENANT, agent.id, conversation_id="nope", roles=[], page=Page())
     with pytest.raises(AgentNotFound):

@@ -29,10 +29,10 @@ from strata_memory.operations.external_tools import ExternalTools
 from strata_memory.operations.messages import Messages
 from strata_memory.operations.search import LegWeights, Search, SearchWindow
 from strata_memory.operations.tools import ToolCall, ToolRunner
-from strata_memory.store.records import AgentRecord, MessageRecord, PassageRecord
+from strata_memory.store.records import AgentRecord, PassageRecord
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_serving.errors import InvalidArgument
-from tests.memory.operations.conftest import NOW, TENANT, Ops, agent_record, clock
+from tests.memory.operations.conftest import NOW, TENANT, Ops, agent_record, clock, message_record
 from tests.retrieval.service_fixtures import running_service
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -215,24 +215,8 @@ async def test_conversation_search_through_the_tool(searching: Searching) -> Non
     agent = await _agent(s.ops, timezone="America/New_York")
     two_hours_ago = int((NOW - timedelta(hours=2)).timestamp() * 1_000_000)
     messages = [
-        MessageRecord(
-            id="",
-            tenant_id="",
-            agent_id="",
-            conversation_id="",
-            role="user",
-            content="I love green tea",
-            created_us=two_hours_ago,
-        ),
-        MessageRecord(
-            id="",
-            tenant_id="",
-            agent_id="",
-            conversation_id="",
-            role="assistant",
-            content="Noted: green tea it is",
-            created_us=two_hours_ago,
-        ),
+        message_record("user", "I love green tea", created_us=two_hours_ago),
+        message_record("assistant", "Noted: green tea it is", created_us=two_hours_ago),
     ]
     await s.messages.append(TENANT, agent.id, "default", messages)
     await s.ops.agents.create_conversation(TENANT, agent.id, "c2")
@@ -240,17 +224,7 @@ async def test_conversation_search_through_the_tool(searching: Searching) -> Non
         TENANT,
         agent.id,
         "c2",
-        [
-            MessageRecord(
-                id="",
-                tenant_id="",
-                agent_id="",
-                conversation_id="",
-                role="user",
-                content="tea in the other chat",
-                created_us=two_hours_ago,
-            )
-        ],
+        [message_record("user", "tea in the other chat", created_us=two_hours_ago)],
     )
     await s.deliver()
 

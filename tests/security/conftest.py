@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import grpc
 import pytest
 
 from strata.admin.v1 import admin_pb2 as admin
 from strata.admin.v1 import admin_pb2_grpc
+from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
+from strata.memory.v1 import resources_pb2 as pb
+from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
@@ -99,6 +102,22 @@ class Stack:
             await self.retrieval.stop()
             self.retrieval = None
 
+    async def __aenter__(self) -> Stack:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def searchable(self, tenant: str) -> int:
+        """How many documents RetrievalService holds for ``tenant`` (asked with the service key)."""
+        async with grpc.aio.insecure_channel(self.retrieval_address) as channel:
+            retrieval: RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+            stats = await retrieval.Stats(
+                rpb.StatsRequest(filter=rpb.DocumentFilter(tenant_id=tenant)), metadata=bearer(SERVICE_KEY)
+            )
+        return stats.document_count
+
 
 AUTH_MEMORY = {"auth_enabled": True, "admin_api_key": ADMIN_KEY, "retrieval_api_key": SERVICE_KEY}
 AUTH_RETRIEVAL = {"api_key": SERVICE_KEY}
@@ -107,10 +126,8 @@ AUTH_RETRIEVAL = {"api_key": SERVICE_KEY}
 @pytest.fixture
 async def stack(tmp_path: Path, security_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
     """Both services with API keys on (no TLS)."""
-    running = Stack(tmp_path, security_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY))
-    await running.start()
-    yield running
-    await running.stop()
+    async with Stack(tmp_path, security_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as running:
+        yield running
 
 
 @pytest.fixture
@@ -126,3 +143,19 @@ async def create_key(channel: grpc.aio.Channel, tenant: str) -> str:
         metadata=bearer(ADMIN_KEY),
     )
     return created.secret
+
+
+class Tenant(NamedTuple):
+    """A tenant's MemoryService stub, its bearer metadata and one agent of its own."""
+
+    stub: MemoryStub
+    key: tuple[tuple[str, str]]
+    agent_id: str
+
+
+async def new_tenant(channel: grpc.aio.Channel, tenant: str) -> Tenant:
+    """An API key for ``tenant`` (made with the admin key) and an agent named after it."""
+    key = bearer(await create_key(channel, tenant))
+    stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
+    agent = await stub.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name=tenant)), metadata=key)
+    return Tenant(stub, key, agent.id)

@@ -34,7 +34,7 @@ from tests.security.conftest import (
     SERVICE_KEY,
     Stack,
     bearer,
-    create_key,
+    new_tenant,
 )
 
 if TYPE_CHECKING:
@@ -52,17 +52,8 @@ LONE_SURROGATE = '{"m": "otters \\ud800 hold hands"}'
 
 @pytest.fixture
 async def hostile_stack(tmp_path: Path, system_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
-    running = Stack(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY))
-    await running.start()
-    yield running
-    await running.stop()
-
-
-async def _tenant(channel: grpc.aio.Channel, tenant: str) -> tuple[MemoryStub, tuple[tuple[str, str]], str]:
-    key = bearer(await create_key(channel, tenant))
-    stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
-    agent = await stub.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name=tenant)), metadata=key)
-    return stub, key, agent.id
+    async with Stack(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as running:
+        yield running
 
 
 def _assistant_call(arguments: str) -> pb.Message:
@@ -84,8 +75,8 @@ async def test_poison_messages_neither_block_another_tenant_nor_stay_unsearchabl
     hostile_stack: Stack,
 ) -> None:
     async with grpc.aio.insecure_channel(hostile_stack.memory_address) as channel:
-        hostile, hostile_key, hostile_agent = await _tenant(channel, "hostile")
-        quiet, quiet_key, quiet_agent = await _tenant(channel, "quiet")
+        hostile, hostile_key, hostile_agent = await new_tenant(channel, "hostile")
+        quiet, quiet_key, quiet_agent = await new_tenant(channel, "quiet")
         poison = await hostile.AppendMessages(
             api.AppendMessagesRequest(
                 agent_id=hostile_agent, messages=[_assistant_call(DEEP_JSON), _assistant_call(LONE_SURROGATE)]
@@ -191,7 +182,7 @@ async def test_an_oversized_backlog_is_cut_by_bytes_and_only_the_refused_documen
     big = [("grpc.max_receive_message_length", 16 * 1024 * 1024)]  # responses echo the 7 MB metadata
     try:
         async with grpc.aio.insecure_channel(stack.memory_address, options=big) as channel:
-            stub, key, agent_id = await _tenant(channel, "bulky")
+            stub, key, agent_id = await new_tenant(channel, "bulky")
             port = await _stop_retrieval(stack)
             for i in range(10):
                 heavy = pb.Passage(

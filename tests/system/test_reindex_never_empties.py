@@ -41,10 +41,8 @@ Metadata = tuple[tuple[str, str]]
 
 @pytest.fixture
 async def stack(tmp_path: Path, system_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
-    running = Stack(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY))
-    await running.start()
-    yield running
-    await running.stop()
+    async with Stack(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as running:
+        yield running
 
 
 async def _tenant(channel: grpc.aio.Channel, tenant: str) -> tuple[MemoryStub, Metadata, str, str]:
@@ -67,19 +65,10 @@ async def _tenant(channel: grpc.aio.Channel, tenant: str) -> tuple[MemoryStub, M
     return stub, key, agent.id, created.api_key.key_id
 
 
-async def _indexed(stack: Stack, tenant: str) -> int:
-    async with grpc.aio.insecure_channel(stack.retrieval_address) as channel:
-        retrieval: RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
-        stats = await retrieval.Stats(
-            rpb.StatsRequest(filter=rpb.DocumentFilter(tenant_id=tenant)), metadata=bearer(SERVICE_KEY)
-        )
-    return stats.document_count
-
-
 async def test_a_reindex_cancelled_mid_stream_leaves_every_stored_message_searchable(stack: Stack) -> None:
     async with grpc.aio.insecure_channel(stack.memory_address) as channel:
         stub, key, _, _ = await _tenant(channel, "tenant-a")
-        assert await _indexed(stack, "tenant-a") == MESSAGES
+        assert await stack.searchable("tenant-a") == MESSAGES
         call = stub.Reindex(api.ReindexRequest(batch_size=20), metadata=key)
         seen = 0
         async for progress in call:
@@ -88,7 +77,7 @@ async def test_a_reindex_cancelled_mid_stream_leaves_every_stored_message_search
                 assert 0 < progress.documents_done < MESSAGES
                 call.cancel()
                 break
-        assert await _indexed(stack, "tenant-a") == MESSAGES
+        assert await stack.searchable("tenant-a") == MESSAGES
 
 
 async def test_a_completed_reindex_drops_only_what_the_store_no_longer_holds(stack: Stack) -> None:
@@ -111,12 +100,12 @@ async def test_a_completed_reindex_drops_only_what_the_store_no_longer_holds(sta
             await retrieval.UpsertDocuments(
                 rpb.UpsertDocumentsRequest(documents=[stray, other]), metadata=bearer(SERVICE_KEY)
             )
-        assert await _indexed(stack, "tenant-a") == MESSAGES + 1
+        assert await stack.searchable("tenant-a") == MESSAGES + 1
         progress = [p async for p in stub.Reindex(api.ReindexRequest(batch_size=100), metadata=key)]
         assert progress[-1].done
         assert progress[-1].documents_done == MESSAGES
-        assert await _indexed(stack, "tenant-a") == MESSAGES
-        assert await _indexed(stack, "tenant-b") == 1  # another tenant's documents are not touched
+        assert await stack.searchable("tenant-a") == MESSAGES
+        assert await stack.searchable("tenant-b") == 1  # another tenant's documents are not touched
 
 
 async def test_a_tenant_runs_one_reindex_stream_at_a_time(stack: Stack) -> None:

@@ -1,5 +1,6 @@
 """RetrievalEngine with the real embedder over each engine (Edge + Tantivy, qdrant-client + Tantivy, and
-the server engine: both legs in one Qdrant collection): fusion, depths, maintenance."""
+the server engine: both legs in one Qdrant collection): fusion, depths, maintenance; a delete racing
+another, and the server engine's rebuild with the engine's own model."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
@@ -115,3 +117,49 @@ def test_a_failing_text_leg_fails_the_hybrid_search_and_the_next_one_succeeds(
         with pytest.raises(OSError, match="text index unreadable"):
             search(engine, "glucose", SearchMode.HYBRID)
     assert search(engine, "which hormone reduces blood glucose", SearchMode.HYBRID)[0] == "f2"
+
+
+def test_a_delete_landing_between_listing_and_removal_is_counted_once(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeleteDocuments reports "how many documents existed and were removed": when another call's
+    delete lands wherever the engine lets a concurrent writer in (here: whenever its write lock is
+    free after the filter was listed), each document is counted by the one call that removed it."""
+    vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
+    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    engine = RetrievalEngine(embedder, vectors, text, EngineConfig())
+    try:
+        engine.upsert(documents())
+        listing = vectors.keys_matching
+        others: list[int] = []
+
+        def listing_then_another_delete(flt: DocumentFilter) -> list[str]:
+            keys = listing(flt)
+            if not engine._write_lock.locked():  # a concurrent writer could land right now
+                others.append(engine.delete_ids("t", ["f1"]))
+            return keys
+
+        monkeypatch.setattr(vectors, "keys_matching", listing_then_another_delete)
+        removed = engine.delete_matching(SCOPE)
+        others.append(engine.delete_ids("t", ["f1"]))  # or it lands after: nothing left to remove
+        assert removed + sum(others) == len(FACTS)
+        assert search(engine, " ", SearchMode.VECTOR, top_k=10) == []
+    finally:
+        engine.close()
+
+
+def test_a_rebuild_embeds_the_documents_again_when_the_index_holds_another_models_vectors(
+    embedder: OnnxSentenceEmbedder,
+) -> None:
+    server = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+    engine = RetrievalEngine(embedder, server, SparseTextLeg(server), EngineConfig())
+    try:
+        noise = np.random.default_rng(7).normal(size=(len(FACTS), embedder.dimension)).astype(np.float32)
+        server.upsert(documents(), noise)  # vectors no model of ours made
+        # the serving generation says so (as one built by a replica running another model would)
+        server._client.update_collection(server.generation, metadata={"embedding_model": "bge-small-en"})
+        engine.rebuild()
+        for fact, document in zip(FACTS, documents(), strict=True):
+            assert search(engine, fact, SearchMode.VECTOR, top_k=1) == [document.id]
+    finally:
+        engine.close()

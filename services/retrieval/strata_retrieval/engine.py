@@ -135,17 +135,26 @@ class RetrievalEngine:
         return self._delete_keys(keys)
 
     def delete_matching(self, flt: DocumentFilter) -> int:
-        """Delete every document matching ``flt``; returns how many."""
+        """Delete every document matching ``flt``; returns how many. Listed under the write lock, so
+        a document another call deletes meanwhile is counted by that call only."""
         check_filter(flt, self.limits)
-        return self._delete_keys(self._vectors.keys_matching(flt), existing_known=True)
-
-    def _delete_keys(self, keys: Sequence[str], *, existing_known: bool = False) -> int:
         with self._write_lock:
             self._check_disk(())
-            existing = len(keys) if existing_known else len(self._vectors.fetch(keys))
-            self._write("the vector index", self._vectors.delete, keys)
-            self._write("the text index", self._text.delete, keys)
+            keys = self._vectors.keys_matching(flt)
+            self._remove(keys)
+        return len(keys)
+
+    def _delete_keys(self, keys: Sequence[str]) -> int:
+        with self._write_lock:
+            self._check_disk(())
+            existing = len(self._vectors.fetch(keys))
+            self._remove(keys)
         return existing
+
+    def _remove(self, keys: Sequence[str]) -> None:
+        """Both indexes' delete of ``keys``; the caller holds the write lock."""
+        self._write("the vector index", self._vectors.delete, keys)
+        self._write("the text index", self._text.delete, keys)
 
     def search(self, query: SearchQuery) -> SearchResult:
         check_search(query, self.limits)

@@ -15,6 +15,11 @@ function no test calls is "no tests" and counts as not killed.
 (``random.Random(S).sample(sorted(names), N)``), for a package whose full run does not fit the time
 at hand; the run records the seed, the population and a 95 % Wilson interval for the kill rate.
 
+``--resume`` checks, in the last run's staging folder, the mutants that have no result yet (the rest
+of a stopped run, or those mutmut regenerated because their function changed since); with
+``--recheck-survivors`` / ``--recheck-timeouts`` the survivors or timeouts are run again against
+today's tests.
+
 Results MERGE into ``bench/results/mutation.json``: ``by_module`` is keyed by mutated file,
 ``runs`` by target; a target's run replaces only its own files and run, never another target's,
 and the totals are recomputed from ``by_module``. ``bench/results/mutation_survivors.txt`` holds
@@ -195,6 +200,16 @@ def outcomes(folder: Path) -> dict[str, dict[str, int]]:
     return {module: codes for module, codes in found.items() if codes}
 
 
+def not_checked(folder: Path) -> list[str]:
+    """Mutants in ``folder`` with no result: a stopped run's rest, or those mutmut regenerated (and
+    dropped the results of) because their function changed since; sorted."""
+    names: list[str] = []
+    for meta in (folder / "mutants").rglob("*.py.meta"):
+        codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
+        names += [name for name, code in codes.items() if code is None]
+    return sorted(names)
+
+
 def tally(codes: dict[str, int]) -> dict[str, int]:
     values = list(codes.values())
     counts = {
@@ -250,29 +265,63 @@ def run(target: Target, max_children: int, sample: Sample | None) -> dict[str, o
     return described
 
 
-def recheck(target: Target, max_children: int, only: list[str] | None = None) -> None:
-    """Run ``target``'s surviving mutants again (mutmut copies the tests afresh and collects stats for
-    new ones), or those of them matching ``only`` (globs); the run's record notes how many and when."""
+def recheck(
+    target: Target, max_children: int, only: list[str] | None = None, *, timeouts: bool = False
+) -> None:
+    """Run ``target``'s surviving mutants (``timeouts``: its timed-out ones) again (mutmut copies the
+    tests afresh and collects stats for new ones), or those of them matching ``only`` (globs); the
+    run's record notes how many and when."""
     folder = STAGING / target.name
-    survived = [
+    wanted, flag = (TIMEOUT, "--recheck-timeouts") if timeouts else (SURVIVED, "--recheck-survivors")
+    chosen = [
         name
         for codes in outcomes(folder).values()
         for name, code in codes.items()
-        if code in SURVIVED and (not only or any(fnmatch.fnmatch(name, pattern) for pattern in only))
+        if code in wanted and (not only or any(fnmatch.fnmatch(name, pattern) for pattern in only))
     ]
-    if not survived:
+    if not chosen:
         return
     started = time.monotonic()
-    command = [str(MUTMUT), "run", "--max-children", str(max_children), *sorted(survived)]
+    command = [str(MUTMUT), "run", "--max-children", str(max_children), *sorted(chosen)]
     subprocess.run(command, cwd=folder, env=_environment(), check=False)
+    key = "rechecked_timeouts" if timeouts else "rechecked_survivors"
+    _note(
+        folder,
+        key,
+        started,
+        f"--only {target.name} {flag}" + (f" --recheck-only {' '.join(only)}" if only else ""),
+        len(chosen),
+    )
+
+
+def resume(target: Target, max_children: int) -> None:
+    """Check the mutants of the last run that have no result yet, in its staging folder: the rest of a
+    stopped run, or the mutants mutmut regenerates for functions changed since (of a sampled run,
+    only those in its sample)."""
+    folder = STAGING / target.name
+    env = _environment()
+    subprocess.run([sys.executable, "-c", GENERATE], cwd=folder, env=env, check=True)
+    pending = not_checked(folder)
+    sampled = folder / "sample.txt"
+    if sampled.exists():
+        pending = sorted(set(pending) & set(sampled.read_text().split()))
+    if not pending:
+        return
+    started = time.monotonic()
+    command = [str(MUTMUT), "run", "--max-children", str(max_children)]
+    subprocess.run(command + (pending if sampled.exists() else []), cwd=folder, env=env, check=False)
+    _note(folder, "resumed", started, f"--only {target.name} --resume", len(pending))
+
+
+def _note(folder: Path, key: str, started: float, arguments: str, count: int) -> None:
+    """Record in the run's ``run.json`` that ``count`` mutants were run again (``key``), when and how."""
     described = json.loads((folder / "run.json").read_text())
-    earlier = described.get("rechecked_survivors", {}).get("count", 0)
-    described["rechecked_survivors"] = {
-        "count": earlier + len(survived),
+    earlier = described.get(key, {}).get("count", 0)
+    described[key] = {
+        "count": earlier + count,
         "seconds": round(time.monotonic() - started),
         "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": f"nice -n 19 make mutation MUTATION_ARGS='--only {target.name} --recheck-survivors"
-        + (f" --recheck-only {' '.join(only)}'" if only else "'"),
+        "command": f"nice -n 19 make mutation MUTATION_ARGS='{arguments}'",
     }
     (folder / "run.json").write_text(json.dumps(described) + "\n")
 
@@ -399,17 +448,34 @@ def main(argv: list[str] | None = None) -> int:
         help="run the last run's survivors again against today's tests (the same staging folder)",
     )
     parser.add_argument(
-        "--recheck-only", nargs="*", help="with --recheck-survivors: only the survivors matching these globs"
+        "--recheck-timeouts",
+        action="store_true",
+        help="run the last run's timed-out mutants again (a timeout under load may be no hang)",
+    )
+    parser.add_argument(
+        "--recheck-only",
+        nargs="*",
+        help="with --recheck-survivors/--recheck-timeouts: only the mutants matching these globs",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="check the last run's mutants that have no result (a stopped run; functions changed since)",
     )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     chosen = [t for t in TARGETS if not args.only or t.name in args.only]
-    if args.report_only or args.recheck_survivors:
+    again = args.recheck_survivors or args.recheck_timeouts or args.resume
+    if args.report_only or again:
         chosen = [t for t in chosen if (STAGING / t.name / "mutants").is_dir()]
     sample = Sample(args.sample, args.seed) if args.sample else None
     for target in chosen:
+        if args.resume:
+            resume(target, args.max_children)
         if args.recheck_survivors:
             recheck(target, args.max_children, args.recheck_only)
-        elif not args.report_only:
+        if args.recheck_timeouts:
+            recheck(target, args.max_children, args.recheck_only, timeouts=True)
+        if not (args.report_only or again):
             described = run(target, args.max_children, sample)
             arguments = f"--only {target.name} --max-children {args.max_children}"
             if sample is not None:

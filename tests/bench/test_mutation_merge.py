@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import cast
 
-from scripts.mutation import TARGETS, merge_report, merge_survivors, tally, wilson_interval
+from scripts.mutation import (
+    TARGETS,
+    merge_report,
+    merge_survivors,
+    not_checked,
+    outcomes,
+    tally,
+    wilson_interval,
+)
 
 DOMAIN = next(t for t in TARGETS if t.name == "memory-domain")
 MEMFS = next(t for t in TARGETS if t.name == "memfs")
@@ -95,3 +105,16 @@ def test_verdicts_applied_by_hand_are_kept_by_the_next_merge() -> None:
     run = cast("dict[str, object]", cast("dict[str, object]", report["runs"])["memory-domain"])
     assert run["applied_by_hand"] == applied
     assert run["kill_rate_applied"] == 1.0
+
+
+def test_mutants_without_a_result_are_what_a_resumed_run_checks(tmp_path: Path) -> None:
+    meta = tmp_path / "mutants" / "pkg" / "engine.py.meta"
+    meta.parent.mkdir(parents=True)
+    codes = {
+        "pkg.engine.x_a__mutmut_2": None,
+        "pkg.engine.x_a__mutmut_1": None,
+        "pkg.engine.x_b__mutmut_1": 1,
+    }
+    meta.write_text(json.dumps({"exit_code_by_key": codes}))
+    assert not_checked(tmp_path) == ["pkg.engine.x_a__mutmut_1", "pkg.engine.x_a__mutmut_2"]
+    assert outcomes(tmp_path) == {"pkg/engine.py": {"pkg.engine.x_b__mutmut_1": 1}}  # counted: checked only

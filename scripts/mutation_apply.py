@@ -33,7 +33,7 @@ def verdict(target_name: str, mutant: str, tests: list[str]) -> str:
     shown = subprocess.run(
         [str(MUTMUT), "show", mutant], cwd=folder, capture_output=True, text=True, check=True
     ).stdout
-    diff = shown.split("\n", 1)[1]  # the first line is mutmut's "# name: status"
+    diff = in_file(shown.split("\n", 1)[1], mutant)  # the first line is mutmut's "# name: status"
     with tempfile.TemporaryDirectory() as scratch:
         shutil.copytree(ROOT / target.package_root / target.package, Path(scratch) / target.package)
         patched = subprocess.run(
@@ -55,6 +55,19 @@ def verdict(target_name: str, mutant: str, tests: list[str]) -> str:
             check=False,
         )
     return "killed" if run.returncode != 0 else "survived"
+
+
+def in_file(diff: str, mutant: str) -> str:
+    """``diff`` as it applies to the file: mutmut shows a method (``xǁClassǁmethod``) dedented to the
+    left margin, so its hunks are indented back into the class body."""
+    if "ǁ" not in mutant:
+        return diff
+    lines, in_hunk = [], False
+    for line in diff.splitlines(keepends=True):
+        in_hunk = in_hunk or line.startswith("@@")
+        indent = in_hunk and line[:1] in " +-" and bool(line[1:].strip())
+        lines.append(f"{line[0]}    {line[1:]}" if indent else line)
+    return "".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

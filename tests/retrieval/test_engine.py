@@ -1,16 +1,21 @@
 """RetrievalEngine with the real embedder over each engine (Edge + Tantivy, qdrant-client + Tantivy, and
-the server engine: both legs in one Qdrant collection): fusion, depths, maintenance; a delete racing
-another, and the server engine's rebuild with the engine's own model."""
+the server engine: both legs in one Qdrant collection): fusion, each leg's depth and trace, maintenance
+at its threshold, a candidate deleted before its document is read, a delete racing another, the disk
+checks of a write, and the server engine's rebuild with the engine's own model."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from strata_retrieval.disk import DiskGuard, IndexDiskFull
 from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
@@ -21,6 +26,7 @@ from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
 from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
+from tests.system.test_tracing import spans
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 FACTS = [
@@ -32,6 +38,7 @@ FACTS = [
     "Vitamin D helps the body absorb calcium for strong bones",
 ]
 SCOPE = DocumentFilter(tenant_id="t")
+__all__ = ["spans"]  # fixture: spans recorded in memory
 
 
 def documents() -> list[Document]:
@@ -161,5 +168,117 @@ def test_a_rebuild_embeds_the_documents_again_when_the_index_holds_another_model
         engine.rebuild()
         for fact, document in zip(FACTS, documents(), strict=True):
             assert search(engine, fact, SearchMode.VECTOR, top_k=1) == [document.id]
+    finally:
+        engine.close()
+
+
+def test_each_leg_fetches_its_own_depth(engine: RetrievalEngine) -> None:
+    words = "glucose cell ocean bones"  # five facts share a word with it, all six are candidates by meaning
+    query = SearchQuery(text=words, mode=SearchMode.HYBRID, filter=SCOPE, top_k=1)
+    assert {leg: len(found) for leg, found in engine.candidates(query).items()} == {"vector": 6, "fts": 5}
+    deep = SearchQuery(text=words, mode=SearchMode.HYBRID, filter=SCOPE, top_k=1, vector_depth=2, fts_depth=3)
+    assert {leg: len(found) for leg, found in engine.candidates(deep).items()} == {"vector": 2, "fts": 3}
+
+
+def test_hybrid_legs_are_traced_with_the_depth_each_searched(
+    engine: RetrievalEngine, spans: InMemorySpanExporter
+) -> None:
+    query = SearchQuery(
+        text="glucose", mode=SearchMode.HYBRID, filter=SCOPE, top_k=2, vector_depth=3, fts_depth=4
+    )
+    engine.search(query)
+    traced = sorted(
+        (span.name, sorted(dict(span.attributes or {}).items()))
+        for span in spans.get_finished_spans()
+        if span.name.startswith("search.") and span.name != "search.fusion"
+    )
+    if isinstance(engine._vectors, JointSearch):  # one request to one collection: the deeper depth
+        assert traced == [("search.joint_legs", [("depth", 4)])]
+    else:
+        assert traced == [("search.fts_leg", [("depth", 4)]), ("search.vector_leg", [("depth", 3)])]
+
+
+def test_a_hit_deleted_before_its_document_is_read_gives_its_place_to_the_next(
+    engine: RetrievalEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search returns top_k hits whenever that many documents match, even when a candidate the
+    legs returned is deleted before the search reads its document."""
+    query = SearchQuery(text="glucose in the blood", mode=SearchMode.HYBRID, filter=SCOPE, top_k=3)
+    everyone = [hit.document.id for hit in engine.search(replace(query, top_k=len(FACTS))).hits]
+    fetch = engine._vectors.fetch
+    deleted: list[str] = []
+
+    def deleted_meanwhile(keys: list[str]) -> dict[str, Document]:
+        if not deleted:
+            deleted.append(everyone[0])
+            engine.delete_ids("t", deleted)
+        return fetch(keys)
+
+    monkeypatch.setattr(engine._vectors, "fetch", deleted_meanwhile)
+    assert [hit.document.id for hit in engine.search(query).hits] == everyone[1:4]
+
+
+@dataclass(frozen=True)
+class SetFreeSpace(DiskGuard):
+    """A filesystem whose free space the test sets: each check reads the next figure, then the last."""
+
+    free: list[int] = field(default_factory=list)
+
+    def free_bytes(self) -> int:
+        return self.free.pop(0) if len(self.free) > 1 else self.free[0]
+
+
+def test_a_write_needs_room_for_its_text_and_vectors_when_it_starts_and_when_it_writes(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    """disk.py's estimate: reserve + 4 x the batch's text bytes + 4 KiB per document, checked before
+    embedding and again under the write lock (the disk may fill while the batch is embedded)."""
+    reserve = 10_000
+    guard = SetFreeSpace(tmp_path, reserve_bytes=reserve)
+    engine = RetrievalEngine(
+        embedder,
+        EdgeShardIndex(tmp_path / "vectors", embedder.dimension),
+        TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000),
+        EngineConfig(),
+        disk=guard,
+    )
+    try:
+        batch = [replace(document, text=f"{document.text}, crème brûlée") for document in documents()[:2]]
+        needed = reserve + 4 * sum(len(d.embedded_text.encode()) for d in batch) + 4096 * len(batch)
+        for free in ([needed - 1], [needed, needed - 1]):
+            guard.free[:] = free
+            with pytest.raises(IndexDiskFull):
+                engine.upsert(batch)
+            assert engine.stats(SCOPE).document_count == 0
+        guard.free[:] = [needed]
+        assert engine.upsert(batch) == 2
+        guard.free[:] = [reserve - 1]  # a delete needs the reserve only
+        with pytest.raises(IndexDiskFull):
+            engine.delete_ids("t", ["f0"])
+        with pytest.raises(IndexDiskFull):
+            engine.delete_matching(SCOPE)
+        guard.free[:] = [reserve]
+        assert engine.delete_matching(SCOPE) == 2
+    finally:
+        engine.close()
+
+
+def test_maintenance_builds_once_exactly_the_threshold_is_unindexed(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
+    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    engine = RetrievalEngine(embedder, vectors, text, EngineConfig(hnsw_build_threshold=len(FACTS)))
+    caplog.set_level(logging.INFO, logger="strata.retrieval.engine")
+    try:
+        engine.upsert(documents()[:-1])
+        assert engine.maintain() is False
+        assert caplog.records == []  # one short of the threshold: no build
+        engine.upsert(documents()[-1:])
+        engine.maintain()  # the index's own verdict (Edge searches 6 vectors exactly, graph or not)
+        assert [r.getMessage() for r in caplog.records] == [
+            f"building HNSW for {len(FACTS)} unindexed vectors"
+        ]
+        assert search(engine, "largest ocean", SearchMode.VECTOR, top_k=1) == ["f4"]
     finally:
         engine.close()

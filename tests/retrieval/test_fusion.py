@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_retrieval.fusion import rrf
+from strata_retrieval.fusion import rrf, rrf_ranking
 
 keys = st.text(alphabet="abcdefgh", min_size=1, max_size=2)
 ranked = st.lists(keys, max_size=12)
@@ -49,15 +50,25 @@ def test_k_zero_lets_rank_one_dominate() -> None:
     assert rrf({"v": ["a"]}, k=0)[0].score == pytest.approx(1.0)
 
 
+def test_the_ranking_has_the_same_defaults_and_order_as_rrf() -> None:
+    ranking = rrf_ranking({"vector": ["a", "b"], "fts": ["b"]})
+    assert ranking.keys == ["b", "a"]
+    assert ranking.scores == {"a": pytest.approx(1 / 61), "b": pytest.approx(1 / 62 + 1 / 61)}
+    assert ranking.ranks == {"a": {"vector": 1}, "b": {"vector": 2, "fts": 1}}
+    assert [ranking.entry(i) for i in range(2)] == rrf({"vector": ["a", "b"], "fts": ["b"]})
+
+
 @pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf])
-def test_invalid_k_is_refused(bad: float) -> None:
-    with pytest.raises(ValueError, match="rrf k"):
+def test_invalid_k_is_refused_naming_it(bad: float) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(f'rrf k must be finite and >= 0, got {bad}')}$"):
         rrf({"v": ["a"]}, k=bad)
 
 
-def test_negative_weight_is_refused() -> None:
-    with pytest.raises(ValueError, match="weight"):
-        rrf({"v": ["a"]}, weights={"v": -0.1})
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
+def test_an_invalid_weight_is_refused_naming_the_leg(bad: float) -> None:
+    message = f"weight of leg 'v' must be finite and >= 0, got {bad}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        rrf({"v": ["a"]}, weights={"v": bad})
 
 
 @given(legs, ks, st.dictionaries(st.sampled_from(["vector", "fts", "third"]), weights))

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.perf import ingest_report, plots, replicas_report
+from bench.perf import ingest_report, memory_report, plots, replicas_report
 from bench.perf.host import NOTICEABLE_STEAL_PERCENT
 
 BENCH = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def _largest(retrieval: dict[str, Any]) -> str | None:
 
 def targets(perf: dict[str, Any], large: dict[str, Any] | None) -> list[str]:
     memory, retrieval = perf["memory"], perf["retrieval"]
-    lines = ["| target | measured | verdict |", "|---|---|---|", *memory_targets(memory)]
+    lines = ["| target | measured | verdict |", "|---|---|---|", *memory_report.target_rows(memory)]
     sizes = retrieval["sizes"]
     if "100000" in sizes:
         hybrid = sizes["100000"]["grpc"]["hybrid_c1"]["latency_ms"]
@@ -105,34 +105,6 @@ def targets(perf: dict[str, Any], large: dict[str, Any] | None) -> list[str]:
     lines.append(_growth(perf, large))
     lines += replicas_report.target_rows(perf.get("replicas", {}))
     lines += ingest_report.target_rows(perf.get("ingest_e2e", {}))
-    return lines
-
-
-def memory_targets(memory: dict[str, Any]) -> list[str]:
-    """MemoryService's latency targets (p50 at c=1): the verdict of record against the bare grpc.aio
-    floor, the ratio to MemoryService's own health check beside it (runs before 2026-12-03 18:00
-    measured only the latter)."""
-    found = memory.get("targets")
-    if not found:
-        return [
-            f"| {name} p50 ≤ {limit}x floor (MemoryService's health check) | "
-            f"{memory['ratios'][name]['p50_latency_c1']:.2f}x | "
-            f"{_mark(memory['ratios'][name]['p50_latency_c1'] <= limit)} |"
-            for name, limit in (("GetBlock", 2), ("RenderMemory", 2))
-        ]
-    bare = memory["bare_floor"]
-    runs = [bare[k]["latency_ms"]["p50"] for k in ("c1", "c1_after") if k in bare]
-    own = memory["floor"]["c1"]["latency_ms"]["p50"]
-    lines = []
-    for name, target in found.items():
-        durable = " (durable)" if name.startswith("ExecuteTool") else ""
-        lines.append(
-            f"| {name} p50 ≤ {target['limit']:g}x the bare grpc.aio floor{durable} | "
-            f"{_ms(target['p50_ms'])} ms = **{target['ratio_bare']:.2f}x** bare "
-            f"({' / '.join(_ms(r) for r in runs)} ms before / after); {target['ratio_own']:.2f}x "
-            f"MemoryService's health ({_ms(own)} ms, {_mark(target['met_own'])} against it) | "
-            f"{_mark(target['met'])} |"
-        )
     return lines
 
 
@@ -172,74 +144,6 @@ def _growth(perf: dict[str, Any], large: dict[str, Any] | None) -> str:
         f"| sublinear latency growth 10k → 1M | hybrid p50 x{growth:.2f}{leg} "
         f"for x{docs:.0f} documents{scope} | {_mark(growth < docs)} |"
     )
-
-
-def memory_section(memory: dict[str, Any]) -> list[str]:
-    floor = memory["floor"]
-    lines = [
-        "| operation | p50 c=1 ms | p99 c=1 ms | p50 / floor | rps c=8 | / floor | rps c=32 | / floor "
-        "| server CPU µs/call (c=32) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    rows = {"floor: grpc.health.v1.Health/Check": floor} | memory["operations"]
-    unit = {"p50_latency_c1": 1.0, "throughput_c8": 1.0, "throughput_c32": 1.0}
-    for name, op in rows.items():
-        ratio = memory["ratios"].get(name, unit)
-        c1 = op["c1"]["latency_ms"]
-        cells = [
-            name,
-            _ms(c1["p50"]),
-            _ms(c1["p99"]),
-            f"{ratio['p50_latency_c1']:.2f}x",
-            f"{op['c8']['rps']:.0f}",
-            f"{ratio['throughput_c8']:.2f}x",
-            f"{op['c32']['rps']:.0f}",
-            f"{ratio['throughput_c32']:.2f}x",
-            str(op["c32"].get("server_cpu_us_per_call", "-")),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    bare = memory.get("bare_floor")
-    if bare:
-        c1 = bare["c1"]["latency_ms"]
-        after = bare.get("c1_after")
-        again = f" (p50 {_ms(after['latency_ms']['p50'])} ms after the operations at c=1)" if after else ""
-        targets = memory.get("targets", {})
-        vs_bare = ", ".join(f"{name} {t['ratio_bare']:.2f}x" for name, t in targets.items())
-        lines += [
-            "",
-            "A bare `grpc.aio` server (health service only, no interceptors or reflection) answers the same "
-            f"call in p50 {_ms(c1['p50'])} ms / p99 {_ms(c1['p99'])} ms at c=1{again} and "
-            f"{bare['c32']['rps']:.0f} calls/s at c=32. The table's ratios are to MemoryService's own "
-            "health check (they isolate the operations' own cost)"
-            + (f"; to the bare floor, p50 at c=1: {vs_bare}." if vs_bare else "."),
-        ]
-    errors = {
-        f"{name} c={c[1:]}": run["status_codes"]
-        for name, op in rows.items()
-        for c, run in op.items()
-        if run["ok"] != run["count"]
-    }
-    if errors:
-        lines += ["", f"Calls that did not return OK: {json.dumps(errors)}"]
-    two = memory.get("two_processes")
-    if two:
-        one = {"floor_c32": floor["c32"], "GetBlock_c32": memory["operations"]["GetBlock"]["c32"]}
-        one["ExecuteTool(core_memory_append)_c32"] = memory["operations"]["ExecuteTool(core_memory_append)"][
-            "c32"
-        ]
-        lines += [
-            "",
-            "Serving with two MemoryService processes on one port (SO_REUSEPORT, one SQLite file), c=32:",
-            "",
-            "| operation | 1 process rps | 2 processes rps | 1 process p50 ms | 2 processes p50 ms |",
-            "|---|---|---|---|---|",
-        ]
-        for key, run in two.items():
-            lines.append(
-                f"| {key.removesuffix('_c32')} | {one[key]['rps']:.0f} | {run['rps']:.0f} | "
-                f"{_ms(one[key]['latency_ms']['p50'])} | {_ms(run['latency_ms']['p50'])} |"
-            )
-    return lines
 
 
 def retrieval_section(retrieval: dict[str, Any]) -> list[str]:
@@ -329,7 +233,7 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
         "",
         "## MemoryService next to the gRPC floor",
         "",
-        *memory_section(memory),
+        *memory_report.section(memory),
         "",
         "## RetrievalService",
         "",

@@ -63,6 +63,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
         self._process = None
 
     def __enter__(self) -> ServerProcess:

@@ -174,14 +174,18 @@ def verdicts(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
         c1 = results["operations"][name]["c1"]
         p50 = c1["latency_ms"]["p50"]
         ratio_bare, ratio_own = c1.get("ratio_bare", p50 / bare), c1.get("ratio_own", p50 / own)
+        applied = results.get("edited_blocks", {}).get("applied", {}).get(name)
+        refused = 0 if applied is None else c1["count"] + c1["warmup_calls"] - applied
         found[name] = {
             "limit": limit,
             "p50_ms": p50,
             "ratio_bare": round(ratio_bare, 3),
             "ratio_own": round(ratio_own, 3),
-            "met": ratio_bare <= limit,
-            "met_own": ratio_own <= limit,
+            "met": ratio_bare <= limit and not refused,
+            "met_own": ratio_own <= limit and not refused,
         }
+        if refused:  # the edits measured were not all real edits: no verdict from them
+            found[name]["edits_not_applied"] = refused
     return found
 
 
@@ -189,13 +193,18 @@ def block_sizes(address: str, seeds: dict[str, Any]) -> dict[str, Any]:
     """The sizes (characters) of the ``human`` blocks the c=1 edits worked on, after the run, and the
     mean size an append met (each agent's appends saw its block grow evenly from seeded to final)."""
     with MemoryClient(address) as client:
-        replaced = [len(client.get_block(agent_id=a, label="human").value) for a in seeds["replace"][1]]
+        replaced = [client.get_block(agent_id=a, label="human") for a in seeds["replace"][1]]
         appended = [client.get_block(agent_id=a, label="human") for a in seeds["append"][1]]
     grown = [(len(b.value), b.version - 1) for b in appended if b.version > 1]
     edits = sum(n for _, n in grown)
     met = sum(n * (len(HUMAN) + size) / 2 for size, n in grown) / edits if edits else len(HUMAN)
     return {
-        "memory_replace_chars": replaced,
+        # Edits that changed their block (a refused edit is a successful RPC with ok=false).
+        "applied": {
+            "ExecuteTool(memory_replace)": sum(b.version - 1 for b in replaced),
+            "ExecuteTool(core_memory_append)": edits,
+        },
+        "memory_replace_chars": [len(b.value) for b in replaced],
         "core_memory_append_seeded_chars": len(HUMAN),
         "core_memory_append_final_chars": [size for size, _ in grown],
         "core_memory_append_mean_chars": round(met),
@@ -239,7 +248,12 @@ def _print_verdicts(results: dict[str, Any]) -> None:
         print(
             f"  {name:<34} p50 {found['p50_ms']:.3f} ms = {found['ratio_bare']:.2f}x bare "
             f"({'met' if found['met'] else 'NOT met'}, target {found['limit']}x), "
-            f"{found['ratio_own']:.2f}x own health",
+            f"{found['ratio_own']:.2f}x own health"
+            + (
+                f"  ERRORS: {found['edits_not_applied']} edits not applied"
+                if "edits_not_applied" in found
+                else ""
+            ),
             flush=True,
         )
     blocks = results.get("edited_blocks")

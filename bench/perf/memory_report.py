@@ -42,7 +42,13 @@ def target_rows(memory: dict[str, Any]) -> list[str]:
             f"| {name} p50 ≤ {target['limit']:g}x the bare grpc.aio floor{durable} | "
             f"{_ms(target['p50_ms'])} ms = **{target['ratio_bare']:.2f}x** bare "
             f"({floor}); {target['ratio_own']:.2f}x "
-            f"MemoryService's health ({_ms(own)} ms, {_mark(target['met_own'])} against it) | "
+            f"MemoryService's health ({_ms(own)} ms, {_mark(target['met_own'])} against it)"
+            + (
+                f"; **{target['edits_not_applied']} edits not applied**"
+                if "edits_not_applied" in target
+                else ""
+            )
+            + " | "
             f"{_mark(target['met'])} |"
         )
     return lines

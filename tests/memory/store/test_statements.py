@@ -127,6 +127,32 @@ async def test_a_tool_edit_with_its_recompile_stays_within_its_statement_budget(
     assert len(sent) <= 9, sent
 
 
+async def test_an_append_sends_the_statements_of_a_replace_whatever_the_block_size(db: Database) -> None:
+    """core_memory_append is no dearer than memory_replace in statements: both are one planned
+    SetValue, the same rows written, however large the block has grown."""
+    clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
+    runner = ToolRunner(db, Prompts(db, clock), clock)
+
+    def call(tool: str, arguments: dict[str, str]) -> ToolCall:
+        return ToolCall("t", "agent-1", "default", tool, json.dumps(arguments))
+
+    append = call("core_memory_append", {"label": "human", "content": "y" * 100})
+    replace = call("memory_replace", {"label": "human", "old_string": "notes", "new_string": "notes, again"})
+    assert (await runner.execute(append)).ok  # the agent's first recompile writes its snapshot row
+
+    async def statements_of(edit: ToolCall) -> list[str]:
+        with statements_sent(db) as sent:
+            run = await runner.execute(edit)
+        assert run.ok, run.text
+        return sent
+
+    small = [await statements_of(append), await statements_of(replace)]
+    while len((await runner.execute(append)).block.block.value) < 800:  # type: ignore[union-attr]
+        pass  # grow the block towards its 1,000-character limit
+    large = [await statements_of(append), await statements_of(replace)]
+    assert small[0] == small[1] == large[0] == large[1]
+
+
 async def test_a_prompt_read_is_three_selects(db: Database) -> None:
     clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
     prompts = Prompts(db, clock)

@@ -52,7 +52,7 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench import scifact_engines
+from bench import scifact_engines, scifact_fusion
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_memory.config import MemorySettings
@@ -225,6 +225,7 @@ def evaluate(
         for depth in MIN_MAX_DEPTHS:
             label = f"hybrid min-max scores, equal weights, depth {depth} (measured, not served)"
             rankings[label] = min_max_fusion(candidates, depth, ids)
+        rankings.update(scifact_fusion.dbsf_rankings(candidates, ids))
         for label, keys in rankings.items():
             ranked = [ids[key] for key in keys[:EVAL_TOP_K]]
             relevant = qrels[query_id]

@@ -26,6 +26,13 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
 
 
+class Fusion(StrEnum):
+    """How a hybrid search fuses its two legs (:mod:`strata_retrieval.fusion`)."""
+
+    RRF = "rrf"  # reciprocal rank fusion: weight / (k + rank)
+    DBSF = "dbsf"  # distribution-based score fusion: weight * score scaled by mean +- 3 sd
+
+
 class ContextLegs(StrEnum):
     """Which legs read a document's context (after its text)."""
 

@@ -10,7 +10,10 @@ Search modes:
 * ``VECTOR`` ranks by cosine similarity of the embedded query (top_k candidates);
 * ``FTS`` ranks by BM25 over the stemmed text (top_k candidates);
 * ``HYBRID`` over-fetches each leg (``vector_depth`` / ``fts_depth``, default max(4 * top_k, 50))
-  and fuses them with :func:`strata_retrieval.fusion.rrf`. When the vector index also holds the text
+  and fuses them with :func:`strata_retrieval.fusion.rrf`, or, when the engine is configured with
+  ``Fusion.DBSF``, by the legs' scores (:func:`strata_retrieval.fusion.dbsf_ranking`; the request's
+  RRF ``k`` is then unused and a hit's ``rrf_score`` holds the fused score). Single-leg modes keep
+  their leg's order (and RRF scores) either way. When the vector index also holds the text
   leg (:class:`~strata_retrieval.legs.JointSearch`, the Qdrant server engine) both legs go in one
   request; otherwise the text leg runs on a thread beside the vector leg.
 
@@ -32,6 +35,7 @@ from strata_retrieval.documents import (
     Document,
     DocumentFilter,
     DocumentKind,
+    Fusion,
     Hit,
     LegWeights,
     ScopeStats,
@@ -43,7 +47,7 @@ from strata_retrieval.documents import (
     document_key,
 )
 from strata_retrieval.embedding.protocol import Embedder
-from strata_retrieval.fusion import Fused, Ranking, rrf_ranking
+from strata_retrieval.fusion import Fused, Ranking, dbsf_ranking, rrf_ranking
 from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
 from strata_retrieval.text_index import query_words
@@ -63,6 +67,7 @@ class EngineConfig:
     limits: Limits = field(default_factory=Limits)
     hnsw_build_threshold: int = 10_000  # unindexed vectors that make maintain() build HNSW
     search_threads: int = 4  # hybrid text legs run at once (as many as searches the service runs)
+    fusion: Fusion = Fusion.RRF  # how hybrid searches fuse the legs
 
 
 class RetrievalEngine:
@@ -166,12 +171,19 @@ class RetrievalEngine:
             )
         legs = self._run_legs(query)
         weights = query.weights or self._config.default_weights
+        leg_weights = {VECTOR: weights.vector, FTS: weights.fts}
         with tracing.span("search.fusion", candidates=sum(len(c) for c in legs.values())):
-            fused = rrf_ranking(
-                {name: [c.key for c in candidates] for name, candidates in legs.items()},
-                k=query.rrf_k,
-                weights={VECTOR: weights.vector, FTS: weights.fts},
-            )
+            if self._config.fusion is Fusion.DBSF and query.mode is SearchMode.HYBRID:
+                fused = dbsf_ranking(
+                    {name: [(c.key, c.score) for c in candidates] for name, candidates in legs.items()},
+                    weights=leg_weights,
+                )
+            else:
+                fused = rrf_ranking(
+                    {name: [c.key for c in candidates] for name, candidates in legs.items()},
+                    k=query.rrf_k,
+                    weights=leg_weights,
+                )
             return SearchResult(hits=self._hits(fused, legs, query.top_k), mode=query.mode)
 
     def _hits(self, fused: Ranking, legs: dict[str, list[ScoredKey]], top_k: int) -> tuple[Hit, ...]:

@@ -1,4 +1,7 @@
-"""Reciprocal Rank Fusion (Cormack, Clarke and Buettcher, SIGIR 2009), weighted per leg.
+"""How a hybrid search fuses its legs: Reciprocal Rank Fusion (the default) or distribution-based
+score fusion.
+
+Reciprocal Rank Fusion (Cormack, Clarke and Buettcher, SIGIR 2009), weighted per leg.
 
 Each leg is a ranked list of keys, best first. A key's fused score is
 
@@ -8,11 +11,22 @@ with 1-based ranks. ``k`` (default 60) flattens the head of each list: with larg
 rank 10 count almost alike; with ``k = 0`` rank 1 dominates. A weight of 0 keeps a leg's ranks in
 the result but removes its influence. The output is ordered by score descending, then by key
 ascending, so equal scores always come out in the same order.
+
+Distribution-based score fusion (DBSF; Mazzeschi 2023, Qdrant's ``dbsf`` fusion) uses the legs'
+scores instead of their ranks. Each leg's scores are scaled by their own distribution over the
+candidates that leg returned, mean - 3 sd -> 0 and mean + 3 sd -> 1, and a key's fused score is
+
+    score(key) = sum over the legs that returned it of  weight_leg * scaled_leg(key)
+
+so cosine similarities and BM25 scores, on unrelated scales, count alike; unlike min-max scaling, the
+bounds do not hang on the single best and worst candidate. A leg whose candidates all score the same
+(or a single candidate) scales them to 0.5. Same order and tie rule as RRF.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -72,3 +86,42 @@ def rrf_ranking(
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)  # rank >= 1, k >= 0: never 0
     ordered = sorted(scores, key=lambda key: (-scores[key], key))
     return Ranking(keys=ordered, scores=scores, ranks=ranks)
+
+
+def dbsf_ranking(
+    legs: Mapping[str, Sequence[tuple[str, float]]], *, weights: Mapping[str, float] | None = None
+) -> Ranking:
+    """Fuse each leg's (key, score) candidates, best first, by distribution-based score fusion;
+    ``weights`` default to 1.0 for every leg. A key repeated within one leg counts at its first
+    position only. Every weight and score must be finite (and weights >= 0): ``ValueError``."""
+    weights = weights or {}
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for leg, candidates in legs.items():
+        weight = weights.get(leg, 1.0)
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"weight of leg {leg!r} must be finite and >= 0, got {weight}")
+        first: dict[str, tuple[int, float]] = {}  # key -> (1-based rank, score) where it first comes
+        for rank, (key, score) in enumerate(candidates, start=1):
+            if not math.isfinite(score):
+                raise ValueError(f"score of {key!r} in leg {leg!r} must be finite, got {score}")
+            first.setdefault(key, (rank, score))
+        scaled = _three_sigma([score for _, score in first.values()])
+        for (key, (rank, _)), value in zip(first.items(), scaled, strict=True):
+            ranks.setdefault(key, {})[leg] = rank
+            scores[key] = scores.get(key, 0.0) + weight * value
+    ordered = sorted(scores, key=lambda key: (-scores[key], key))
+    return Ranking(keys=ordered, scores=scores, ranks=ranks)
+
+
+def _three_sigma(values: Sequence[float]) -> list[float]:
+    """``values`` scaled so that mean - 3 sd is 0 and mean + 3 sd is 1 (population sd); 0.5 each when
+    they do not spread."""
+    if not values:
+        return []
+    mean = statistics.fmean(values)
+    spread = 6 * statistics.pstdev(values, mu=mean)
+    if not spread > 0:
+        return [0.5] * len(values)
+    low = mean - spread / 2
+    return [(value - low) / spread for value in values]

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from strata_retrieval.documents import LegWeights
+from strata_retrieval.documents import Fusion, LegWeights
 from strata_retrieval.embedding.onnx_embedder import Precision
 from strata_retrieval.limits import Limits
 from strata_serving.settings import ServingSettings
@@ -59,6 +59,12 @@ class RetrievalSettings(ServingSettings):
     workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")
     vector_weight: float = Field(default=1.0, ge=0)
     fts_weight: float = Field(default=1.0, ge=0)
+    fusion: Fusion = Field(
+        default=Fusion.RRF,
+        description="how hybrid searches fuse the legs: rrf (by rank, weight / (k + rank)) or dbsf "
+        "(by score: each leg's scores scaled by their mean +- 3 sd, weighted and summed; a request's "
+        "rrf_k is then unused and rrf_score holds the fused score). bench/results/scifact_fusion.md",
+    )
     min_free_disk_bytes: int = Field(
         default=256 * 1024 * 1024,
         ge=0,

@@ -1,0 +1,104 @@
+"""``bench/results/scifact_fusion.md`` and ``.json`` from what ``bench.fusion_lab`` and
+``bench.text_leg_variants`` left under ``.data/bench/lab`` (``python -m bench.fusion_lab evaluate``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from bench.fusion_lab import LAB
+from bench.quality_scifact import RESULTS
+
+
+def _params(p: list[float]) -> str:
+    names = ("w_vec", "k", "depth") if len(p) == 3 else ("w_vec", "depth")
+    return ", ".join(f"{name} {value:g}" for name, value in zip(names, p, strict=True))
+
+
+def write() -> None:
+    variants = json.loads((LAB / "variants.json").read_text())
+    texts_path, check_path = LAB / "text_variants.json", LAB / "locomo_served_check.json"
+    texts: dict[str, Any] = json.loads(texts_path.read_text()) if texts_path.exists() else {}
+    check: dict[str, Any] = json.loads(check_path.read_text()) if check_path.exists() else {}
+    lines = [
+        "# SciFact nDCG@10 by general methods, and what each does to LoCoMo recall (issue 18 item 5)",
+        "",
+        f"Written by `python -m bench.fusion_lab evaluate` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"load average {tuple(round(x, 1) for x in os.getloadavg())} (quality figures do not depend on "
+        "load). Legs collected once by `python -m bench.fusion_lab collect`: each leg's top 100 with "
+        "scores from a fresh embedded engine per data set (int8 MiniLM + Tantivy), SciFact as "
+        "`make bench-quality` indexes it, LoCoMo as MemoryService indexes recall by default "
+        "(speaker-prefixed text, previous turn in the text leg). On LoCoMo each family's parameters "
+        "are chosen by leave-one-conversation-out (objective any@10); on SciFact each family is shown "
+        "untuned (equal weights, the depth of a top-10 search) and at LoCoMo's choice: no SciFact "
+        "judgement chose anything.",
+        "",
+        "## Fusion families",
+        "",
+        "| family | LoCoMo held-out any@10 (LOCO) | per conv. min / median / max "
+        "| LoCoMo best on all (in-sample) | SciFact untuned | SciFact at LoCoMo's choice |",
+        "|---|---:|---|---|---:|---:|",
+    ]
+    for row in variants["families"]:
+        low, mid, high = row["locomo_spread"]
+        untuned_params, untuned = row["scifact_untuned"]
+        lines.append(
+            f"| {row['family']} | {row['locomo_loco_any@10']} | {low} / {mid} / {high} | "
+            f"{_params(row['locomo_best_on_all'])}: {row['locomo_best_in_sample']} | "
+            f"{untuned} ({_params(untuned_params)}) | {row['scifact_at_locomo_choice']} |"
+        )
+    lines += [
+        "",
+        "LOCO folds (held out: chosen setting, held-out any@10):",
+        "",
+    ]
+    for row in variants["families"]:
+        folds = "; ".join(f"{f['held_out']}: {_params(f['chosen'])}, {f['any@10']}" for f in row["folds"])
+        lines.append(f"- {row['family']}: {folds}")
+    lines += ["", "## LoCoMo by category, MemoryService's recall request (w_vec 0.35, depth 100)", ""]
+    lines += [
+        "| fusion | category | n | any@5 | any@10 | any@20 | all@10 |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, block in variants["locomo_by_category"].items():
+        for category, m in block.items():
+            lines.append(
+                f"| {name} | {category} | {m['questions']} | {m['any@5']} | {m['any@10']} | "
+                f"{m['any@20']} | {m['all@10']} |"
+            )
+    if check:
+        lines += [
+            "",
+            f"An engine started with `fusion=dbsf` served the same top 20 as this fusion for "
+            f"{check['served_dbsf_top20_equal_to_local']}/{check['questions']} questions.",
+        ]
+    lines += ["", "## SciFact nDCG@10 over each grid (sensitivity, not a choice)", ""]
+    lines += ["| setting | RRF k 60 | DBSF |", "|---|---:|---:|"]
+    for label, value in variants["scifact_dbsf_grid"].items():
+        lines.append(f"| {label} | {variants['scifact_rrf_grid_at_k60'].get(label, '')} | {value} |")
+    if texts:
+        lines += [
+            "",
+            "## Text-leg variants (`python -m bench.text_leg_variants`), fused by today's RRF",
+            "",
+            "SciFact hybrid: archival defaults (w 1 / 1, k 60, depth 50); LoCoMo: the recall defaults "
+            "(in-sample). Title and window variants are SciFact only (messages have neither). Each "
+            "variant is a Tantivy index built by the script (SciFact without the chat messages "
+            "`make bench-quality` adds, so `served` reads 0.6887 here, 0.6896 there; LoCoMo's `served` "
+            "0.7921 against 0.7908 from the engine's own index above: BM25 ties ordered differently).",
+            "",
+            "| variant | SciFact fts | SciFact hybrid | LoCoMo fts any@10 | LoCoMo hybrid any@10 |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, row in texts.items():
+            locomo = (row.get("locomo_fts_any@10", "-"), row.get("locomo_hybrid_recall_defaults_any@10", "-"))
+            lines.append(
+                f"| {name} | {row['scifact_fts']} | {row['scifact_hybrid_archival_defaults']} | "
+                f"{locomo[0]} | {locomo[1]} |"
+            )
+    (RESULTS / "scifact_fusion.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / "scifact_fusion.json").write_text(
+        json.dumps({"variants": variants, "text_legs": texts, "served_check": check}, indent=1) + "\n"
+    )

@@ -21,6 +21,12 @@ check on every wake-up), so one is the default; with cores to spare the overlap 
 job with one delivery, and a job is claimable only after
 the earlier jobs of its document were settled, so each document's jobs still arrive in order.
 
+A caller waiting until its write is searchable (``wait_delivered``) is told by the worker when the
+worker completes its jobs: waiters read nothing from the store while this worker delivers for them,
+so a stream of small writes with ``wait_searchable`` does not multiply store reads by the writers
+waiting. A waiter still reads the store after each poll interval without news (a job another
+replica's worker delivered) and when its time runs out.
+
 Failures stay with the job that caused them (``delivery``): a document that cannot be built, or is
 larger than any request may be, is parked at once; a request RetrievalService refuses is split until
 the refused documents are alone, and only those are retried with exponential backoff and jitter,
@@ -40,7 +46,7 @@ import random
 import socket
 import uuid
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Connection
 
@@ -97,6 +103,15 @@ def smallest_share_first(jobs: Sequence[IndexJob]) -> list[IndexJob]:
     return [job for tenant in order for job in by_tenant[tenant]]
 
 
+@dataclass(slots=True, eq=False)
+class _Waiter:
+    """One ``wait_delivered`` call: the jobs it still waits for, and the event set once there are none."""
+
+    remaining: set[int]
+    order: int
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 class OutboxWorker:
     def __init__(
         self,
@@ -117,7 +132,8 @@ class OutboxWorker:
         self.name = name or f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._resume_after: str | None = None
         self._wake = asyncio.Event()
-        self._delivered = asyncio.Condition()
+        self._waiters: dict[int, list[_Waiter]] = {}  # job id -> wait_delivered calls waiting for it
+        self._registered = 0  # waiters registered so far (each waiter's order)
         self._tasks: list[asyncio.Task[None]] = []
         self._in_flight = 0  # batches being delivered now
 
@@ -139,20 +155,55 @@ class OutboxWorker:
         self._wake.set()
 
     async def wait_delivered(self, job_ids: Sequence[int], within: float | None) -> bool:
-        """Wait until every job of ``job_ids`` was acknowledged; False if ``within`` seconds passed first."""
+        """Wait until every job of ``job_ids`` was acknowledged; False if ``within`` seconds passed first.
+
+        The worker tells each waiter which of its jobs it completed (``_settled``), so waiters read
+        nothing from the store while this worker delivers their jobs. A waiter reads the store after
+        each poll interval without news of its jobs (another replica's worker may have delivered
+        them, or this worker settled them before the waiter started waiting) and once more when its
+        time is up."""
         ids = list(job_ids)
+        if not ids:
+            return True
+        waiter = _Waiter(set(ids), self._registered)
+        self._registered += 1
+        for job_id in waiter.remaining:
+            self._waiters.setdefault(job_id, []).append(waiter)
         try:
             async with asyncio.timeout(within):
-                while await self._db.read(lambda conn: index_jobs.pending(conn, ids)):
-                    await self._next_delivery()
+                while True:
+                    await waited(waiter.done.wait(), self._policy.idle_poll_seconds)
+                    if waiter.done.is_set() or not await self._db.read(
+                        lambda conn: index_jobs.pending(conn, ids)
+                    ):
+                        return True
         except TimeoutError:
-            return not await self._db.read(lambda conn: index_jobs.pending(conn, ids))
-        return True
+            return waiter.done.is_set() or not await self._db.read(lambda conn: index_jobs.pending(conn, ids))
+        finally:
+            self._forget(waiter)
 
-    async def _next_delivery(self) -> None:
-        """Return after the next acknowledged batch, or after one poll interval."""
-        async with self._delivered:
-            await waited(self._delivered.wait(), self._policy.idle_poll_seconds)
+    def _forget(self, waiter: _Waiter) -> None:
+        for job_id in waiter.remaining:
+            waiting = self._waiters.get(job_id, [])
+            if waiter in waiting:
+                waiting.remove(waiter)
+            if not waiting:
+                self._waiters.pop(job_id, None)
+
+    def _settled(self, done: Sequence[int], registered_before: int) -> None:
+        """These jobs were acknowledged and deleted from the store by a settlement that started when
+        ``registered_before`` waiters had registered: release the waiters among those. A waiter that
+        registered later is not told: on SQLite a job id is reused once the table is empty, so its job
+        may be a newer one with the same id (it learns of its own at its next poll)."""
+        for job_id in done:
+            waiting = self._waiters.pop(job_id, [])
+            for waiter in waiting:
+                if waiter.order >= registered_before:
+                    self._waiters.setdefault(job_id, []).append(waiter)
+                    continue
+                waiter.remaining.discard(job_id)
+                if not waiter.remaining:
+                    waiter.done.set()
 
     async def _run(self) -> None:
         while True:
@@ -163,8 +214,6 @@ class OutboxWorker:
                 log.exception("outbox delivery failed unexpectedly; retrying")
                 delivered = 0
             if delivered:
-                async with self._delivered:
-                    self._delivered.notify_all()
                 continue
             await waited(self._wake.wait(), self._policy.idle_poll_seconds)
 
@@ -288,7 +337,10 @@ class OutboxWorker:
                 delay_us = int(self.backoff(job.attempts) * 1_000_000)
                 index_jobs.retry_later(conn, [job.id], delay_us=delay_us, error=why[job.document_id].reason)
 
+        registered_before = self._registered
         await self._db.write(work)
+        if done:
+            self._settled(done, registered_before)
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next attempt: exponential in the attempts so far, capped, with jitter

@@ -61,12 +61,15 @@ def documents_as_stored(
     built: list[rpb.Document] = []
     refused: list[Refused] = []
     records: list[PassageRecord | MessageRecord] = [*passages, *messages]
+    context = (
+        message_rows.preceding_turns_of(conn, messages, context_turns) if context_turns and messages else {}
+    )
     for record in records:
         try:
             if isinstance(record, PassageRecord):
                 built.append(passage_document(record))
             else:
-                turns = message_rows.preceding_turns(conn, record, context_turns) if context_turns else ()
+                turns = context.get(record.id, ())
                 built.append(message_document(record, turns, context_legs=context_legs))
         except Exception as failure:  # a stored value no rule foresaw: set it aside, index the rest
             log.exception("index document %s could not be built", record.id)
@@ -160,5 +163,8 @@ async def upsert_as_stored(
 
 def stored_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:
     """Which of these passage and message ids the store still holds."""
-    passages, messages = stored(conn, tenant_id, ids)
-    return {p.id for p in passages} | {m.id for m in messages}
+    unique = list(dict.fromkeys(ids))
+    passage_ids = [i for i in unique if i.startswith("passage-")]
+    message_ids = [i for i in unique if i.startswith("message-")]
+    held = archive_rows.held_passage_ids(conn, tenant_id, passage_ids) if passage_ids else set()
+    return held | (message_rows.held_ids(conn, tenant_id, message_ids) if message_ids else set())

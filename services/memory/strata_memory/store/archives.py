@@ -124,6 +124,12 @@ def get_passages(conn: Connection, tenant_id: str, ids: Sequence[str]) -> list[P
     return [_passage(row) for row in conn.execute(query).mappings()]
 
 
+def held_passage_ids(conn: Connection, tenant_id: str, ids: Sequence[str]) -> set[str]:
+    """Which of these passage ids the store holds (ids only: nothing else is read)."""
+    p = schema.passages.c
+    return set(conn.execute(select(p.id).where(p.tenant_id == tenant_id, p.id.in_(list(ids)))).scalars())
+
+
 def list_passages(
     conn: Connection, archive_ids: Sequence[str], page: Page
 ) -> tuple[list[PassageRecord], int]:

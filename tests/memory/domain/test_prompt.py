@@ -6,6 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from strata_memory.domain.prompt import (
     MemoryStats,
@@ -127,6 +129,23 @@ def test_envelope_ok_is_letta_json() -> None:
         '  "time": "2026-08-01 06:24:28 PM UTC+0000"\n'
         "}"
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ok=st.booleans(),
+    message=st.text(st.characters(exclude_categories=[])),
+    timezone=st.sampled_from(["UTC", "Asia/Tokyo", "America/New_York"]),
+)
+def test_envelope_is_json_dumps_with_a_two_space_indent(ok: bool, message: str, timezone: str) -> None:
+    """Any message (quotes, control characters, non-BMP, lone surrogates) comes out as json.dumps
+    with indent=2 and ensure_ascii=False writes it."""
+    envelope = {
+        "status": "OK" if ok else "Failed",
+        "message": message,
+        "time": format_timestamp(MOMENT, timezone),
+    }
+    assert tool_envelope(ok, message, MOMENT, timezone) == json.dumps(envelope, indent=2, ensure_ascii=False)
 
 
 def test_envelope_failed_round_trips() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,16 +59,25 @@ def verdict(target_name: str, mutant: str, tests: list[str]) -> str:
 
 
 def in_file(diff: str, mutant: str) -> str:
-    """``diff`` as it applies to the file: mutmut shows a method (``xǁClassǁmethod``) dedented to the
-    left margin, so its hunks are indented back into the class body."""
-    if "ǁ" not in mutant:
-        return diff
-    lines, in_hunk = [], False
-    for line in diff.splitlines(keepends=True):
-        in_hunk = in_hunk or line.startswith("@@")
-        indent = in_hunk and line[:1] in " +-" and bool(line[1:].strip())
-        lines.append(f"{line[0]}    {line[1:]}" if indent else line)
-    return "".join(lines)
+    """``diff`` as it applies to the file. mutmut diffs a function on its own: a method
+    (``xǁClassǁmethod``) is shown dedented to the left margin, so its lines are indented back into the
+    class body; and a change in a function's last lines has less context after it than before, which
+    ``patch`` reads as "at the end of the file", so the extra leading context is dropped."""
+    head, _, body = diff.partition("@@")
+    lines = ("@@" + body).splitlines(keepends=True) if body else []
+    if "ǁ" in mutant:
+        lines = [
+            f"{line[0]}    {line[1:]}" if line[:1] in " +-" and line[1:].strip() else line for line in lines
+        ]
+    if not lines or sum(line.startswith("@@") for line in lines) != 1:
+        return head + "".join(lines)
+    hunk = lines[1:]
+    changed = [i for i, line in enumerate(hunk) if line[:1] in "+-"]
+    before, after = changed[0], len(hunk) - 1 - changed[-1]
+    drop = max(0, before - after)
+    old_start, old_count, new_start, new_count = map(int, re.findall(r"\d+", lines[0])[:4])
+    header = f"@@ -{old_start + drop},{old_count - drop} +{new_start + drop},{new_count - drop} @@\n"
+    return head + header + "".join(hunk[drop:])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,13 @@ SOURCE = """class Blocks:
 
 
 def loose(conn):
+    conn.begin()
+    conn.check()
     return get_block(conn, for_update=True)
+
+
+def last(conn):
+    return conn
 """
 
 # mutmut shows a method dedented to the left margin, its line numbers counted from the function
@@ -28,8 +34,10 @@ METHOD_DIFF = """--- pkg/blocks.py
 """
 FUNCTION_DIFF = """--- pkg/blocks.py
 +++ pkg/blocks.py
-@@ -1,2 +1,2 @@
+@@ -1,4 +1,4 @@
  def loose(conn):
+     conn.begin()
+     conn.check()
 -    return get_block(conn, for_update=True)
 +    return get_block(conn, for_update=False)
 """
@@ -51,7 +59,9 @@ def test_a_methods_diff_is_indented_back_into_its_class(tmp_path: Path) -> None:
     )
 
 
-def test_a_module_functions_diff_is_applied_as_shown(tmp_path: Path) -> None:
-    assert in_file(FUNCTION_DIFF, "pkg.blocks.x_loose__mutmut_3") == FUNCTION_DIFF
-    patched = _patched(tmp_path, FUNCTION_DIFF)
-    assert patched.endswith("    return get_block(conn, for_update=False)\n")
+def test_a_change_in_a_functions_last_line_is_not_taken_for_the_end_of_the_file(tmp_path: Path) -> None:
+    # three lines of context before the change and none after: patch alone looks for it at the end
+    patched = _patched(tmp_path, in_file(FUNCTION_DIFF, "pkg.blocks.x_loose__mutmut_3"))
+    assert patched == SOURCE.replace(
+        "    return get_block(conn, for_update=True)", "    return get_block(conn, for_update=False)"
+    )

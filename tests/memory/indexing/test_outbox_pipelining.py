@@ -153,3 +153,23 @@ async def test_small_writes_gather_behind_the_batch_in_flight_until_they_fill_on
         while await db.read(index_jobs.pending):
             await worker.wait_delivered([], within=1.0)
     assert sorted(retrieval.acknowledged) == sorted(first + small + rest)
+
+
+async def test_while_a_batch_is_in_flight_a_round_without_a_full_window_settles_nothing(
+    pipeline: Pipeline,
+) -> None:
+    """``deliver_once`` returns how many jobs it settled: a round that found too few jobs to fill a
+    batch behind the one in flight settles none (the loop then waits for a write or its poll instead
+    of going round again at once), and leaves the jobs for the next batch."""
+    db, retrieval, worker = pipeline
+    first = _write(db, "t", 1)
+    in_flight = asyncio.ensure_future(worker.deliver_once())
+    await _until(retrieval.first_started)
+    small = _write(db, "t", 1, first=1)
+    assert await worker.deliver_once() == 0
+    assert retrieval.started == [first]
+    assert await db.read(index_jobs.pending) == 2  # both still undelivered: none was settled
+    retrieval.release.set()
+    assert await in_flight == 1
+    assert await worker.deliver_once() == 1  # nothing in flight now: the small write goes alone
+    assert retrieval.started == [first, small]

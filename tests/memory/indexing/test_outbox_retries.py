@@ -13,6 +13,7 @@ stand-in only to inject the faults (a refusal of named documents, an outage).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import cast
@@ -125,7 +126,9 @@ async def test_a_refused_document_is_retried_with_backoff_while_the_others_are_d
     assert left[bad]["lease_owner"] == ""
 
 
-async def test_a_document_refused_max_attempts_times_is_parked_with_its_reason(db: Database) -> None:
+async def test_a_document_refused_max_attempts_times_is_parked_with_its_reason(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
     (bad,) = write(db, "t", ["never"])
     retrieval = Retrieval(refused=[bad])
     sender = worker(db, retrieval)
@@ -134,11 +137,18 @@ async def test_a_document_refused_max_attempts_times_is_parked_with_its_reason(d
         assert jobs(db)[bad]["attempts"] == attempt
         assert jobs(db)[bad]["parked_us"] is None
         make_due(db)
-    assert await sender.deliver_once() == 1
+    with caplog.at_level(logging.ERROR, logger="strata.memory.outbox"):
+        assert await sender.deliver_once() == 1
     parked = jobs(db)[bad]
     assert parked["attempts"] == POLICY.max_attempts
     assert parked["parked_us"] is not None
     assert parked["last_error"] == f"INVALID_ARGUMENT: cannot index {bad}"
+    # the operator is told (DESIGN.md: isolated and reported): which job, document and tenant, after
+    # how many attempts (as stored), and why
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        f"index job {parked['id']} (upsert {bad} of tenant t) parked after {POLICY.max_attempts} attempts: "
+        f"INVALID_ARGUMENT: cannot index {bad}"
+    ]
     make_due(db)
     assert await sender.deliver_once() == 0  # parked: out of the loop, however due
     assert retrieval.indexed == []

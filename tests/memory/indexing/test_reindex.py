@@ -175,8 +175,13 @@ async def test_one_reindex_stream_per_tenant_at_a_time(stack: Stack) -> None:
     reindexer = stack.reindexer(streams_per_tenant=1)
     running = cast(AsyncGenerator[Progress, None], reindexer.run(ReindexScope(A), batch_size=1))
     assert await anext(running) == Progress(1, 0)
-    with pytest.raises(ResourceExhausted):
+    with pytest.raises(ResourceExhausted) as refused:
         await anext(reindexer.run(ReindexScope(A), batch_size=1))
+    # the client reads which RPC is limited (by its name), the limit, and what to do
+    assert refused.value.reason == "TENANT_CONCURRENCY_LIMIT"
+    assert str(refused.value.message) == (
+        "tenant 'tenant-a' already has 1 Reindex streams in flight (limit 1); retry with backoff"
+    )
     assert await anext(reindexer.run(ReindexScope(B), batch_size=1)) == Progress(0, 0)  # another tenant runs
     await running.aclose()
     assert await progress(reindexer, ReindexScope(A), batch_size=1) == [
@@ -188,3 +193,37 @@ async def test_one_reindex_stream_per_tenant_at_a_time(stack: Stack) -> None:
 async def test_an_unknown_agent_is_not_found(stack: Stack) -> None:
     with pytest.raises(NotFound):
         await progress(stack.reindexer(), ReindexScope(A, "agent-missing"), batch_size=1)
+
+
+async def test_messages_are_indexed_under_their_conversation_and_role(stack: Stack) -> None:
+    """conversation_search filters by conversation and role inside RetrievalService (operations/search.py):
+    what the index holds under each conversation and role is what the store holds there."""
+    metadata = (("x-strata-tenant", A),)
+    agent = await stack.stub.CreateAgent(
+        api.CreateAgentRequest(agent=pb.Agent(name="sam")), metadata=metadata
+    )
+    await stack.stub.CreateConversation(
+        api.CreateConversationRequest(agent_id=agent.id, conversation_id="trip"), metadata=metadata
+    )
+    roles = {"user": pb.MESSAGE_ROLE_USER, "assistant": pb.MESSAGE_ROLE_ASSISTANT}
+    for conversation, (question, answer) in {
+        "default": ("hello", "hi"),
+        "trip": ("where to?", "the coast"),
+    }.items():
+        sent = [
+            pb.Message(role=roles["user"], content=question),
+            pb.Message(role=roles["assistant"], content=answer),
+        ]
+        await stack.stub.AppendMessages(
+            api.AppendMessagesRequest(agent_id=agent.id, conversation_id=conversation, messages=sent),
+            metadata=metadata,
+        )
+    await progress(stack.reindexer(), ReindexScope(A), batch_size=10)
+    for conversation in ("default", "trip"):
+        for name, role in roles.items():
+            request = api.ListMessagesRequest(agent_id=agent.id, conversation_id=conversation, roles=[role])
+            stored = {m.id for m in (await stack.stub.ListMessages(request, metadata=metadata)).messages}
+            flt = rpb.DocumentFilter(tenant_id=A, conversation_ids=[conversation], roles=[name])
+            indexed = {document_id async for page in stack.client.list_ids(flt) for document_id in page}
+            assert len(stored) == 1
+            assert indexed == stored, (conversation, name)

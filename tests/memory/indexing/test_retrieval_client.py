@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -22,6 +23,8 @@ from strata_memory.indexing.retrieval_client import INDEX_DISK_FULL, RetrievalCl
 from strata_memory.metrics import DeliveryMetrics
 from strata_serving.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, StrataError
 from strata_serving.status import STATUS_DETAILS_KEY, rich_status
+from strata_serving.tls import channel_credentials
+from tests.security.certificates import _ca, _leaf
 
 DOCUMENT = rpb.Document(id="passage-1", text="t", scope=rpb.Scope(tenant_id="t"))
 
@@ -247,3 +250,36 @@ async def test_deliveries_are_counted_by_outcome(retrieval: Running) -> None:
     assert (
         registry.get_sample_value("strata_index_delivery_failures_total", {"code": "INVALID_ARGUMENT"}) == 1
     )
+
+
+async def test_tls_checks_the_configured_server_name_instead_of_the_address(tmp_path: Path) -> None:
+    """``STRATA_MEMORY_RETRIEVAL_TLS_SERVER_NAME``: RetrievalService's certificate names a host other
+    than the address dialled (an IP, a load balancer); the TLS channel verifies that name."""
+    ca = _ca(tmp_path, "strata-test-ca")
+    cert, key = _leaf(
+        tmp_path, "retrieval", ca, "subjectAltName=DNS:retrieval.internal\nextendedKeyUsage=serverAuth\n"
+    )
+    stand_in = StandIn()
+    server = grpc.aio.server()
+    retrieval_pb2_grpc.add_RetrievalServiceServicer_to_server(stand_in, server)
+    port = server.add_secure_port(
+        "127.0.0.1:0", grpc.ssl_server_credentials([(key.read_bytes(), cert.read_bytes())])
+    )
+    await server.start()
+    address = f"127.0.0.1:{port}"
+    try:
+        named = RetrievalClient(
+            address, credentials=channel_credentials(ca[0]), tls_server_name="retrieval.internal"
+        )
+        unnamed = RetrievalClient(address, credentials=channel_credentials(ca[0]), timeout=5.0)
+        try:
+            await named.upsert([DOCUMENT])
+            assert [method for method, _, _ in stand_in.calls] == ["upsert"]
+            with pytest.raises(RetrievalUnavailable):  # 127.0.0.1 is not a name the certificate holds
+                await unnamed.delete(delete_request())
+            assert len(stand_in.calls) == 1
+        finally:
+            await named.close()
+            await unnamed.close()
+    finally:
+        await server.stop(0)

@@ -265,52 +265,57 @@ def run(target: Target, max_children: int, sample: Sample | None) -> dict[str, o
     return described
 
 
-def recheck(
-    target: Target, max_children: int, only: list[str] | None = None, *, timeouts: bool = False
+def again(
+    target: Target,
+    max_children: int,
+    *,
+    resume: bool = False,
+    survivors: bool = False,
+    timeouts: bool = False,
+    only: list[str] | None = None,
 ) -> None:
-    """Run ``target``'s surviving mutants (``timeouts``: its timed-out ones) again (mutmut copies the
-    tests afresh and collects stats for new ones), or those of them matching ``only`` (globs); the
-    run's record notes how many and when."""
-    folder = STAGING / target.name
-    wanted, flag = (TIMEOUT, "--recheck-timeouts") if timeouts else (SURVIVED, "--recheck-survivors")
-    chosen = [
-        name
-        for codes in outcomes(folder).values()
-        for name, code in codes.items()
-        if code in wanted and (not only or any(fnmatch.fnmatch(name, pattern) for pattern in only))
-    ]
-    if not chosen:
-        return
-    started = time.monotonic()
-    command = [str(MUTMUT), "run", "--max-children", str(max_children), *sorted(chosen)]
-    subprocess.run(command, cwd=folder, env=_environment(), check=False)
-    key = "rechecked_timeouts" if timeouts else "rechecked_survivors"
-    _note(
-        folder,
-        key,
-        started,
-        f"--only {target.name} {flag}" + (f" --recheck-only {' '.join(only)}" if only else ""),
-        len(chosen),
-    )
-
-
-def resume(target: Target, max_children: int) -> None:
-    """Check the mutants of the last run that have no result yet, in its staging folder: the rest of a
-    stopped run, or the mutants mutmut regenerates for functions changed since (of a sampled run,
-    only those in its sample)."""
+    """Run mutants of the last run again in its staging folder, in one mutmut run (mutmut copies the
+    tests afresh and collects stats for new ones): ``resume``, those with no result yet (the rest of
+    a stopped run, or those mutmut regenerates for functions changed since; of a sampled run, only
+    its sample's); ``survivors`` / ``timeouts``, those that survived / timed out, or of them those
+    matching ``only`` (globs). The run's record notes each kind: how many, when and the command."""
     folder = STAGING / target.name
     env = _environment()
-    subprocess.run([sys.executable, "-c", GENERATE], cwd=folder, env=env, check=True)
-    pending = not_checked(folder)
-    sampled = folder / "sample.txt"
-    if sampled.exists():
-        pending = sorted(set(pending) & set(sampled.read_text().split()))
-    if not pending:
+    subprocess.run([sys.executable, "-c", GENERATE], cwd=folder, env=env, check=True)  # as mutmut run would
+    chosen: dict[str, list[str]] = {}
+    if resume:
+        pending = not_checked(folder)
+        sampled = folder / "sample.txt"
+        if sampled.exists():
+            pending = sorted(set(pending) & set(sampled.read_text().split()))
+        chosen["resumed"] = pending
+    for wanted, key, flag in (
+        (survivors, "rechecked_survivors", SURVIVED),
+        (timeouts, "rechecked_timeouts", TIMEOUT),
+    ):
+        if wanted:
+            chosen[key] = [
+                name
+                for codes in outcomes(folder).values()
+                for name, code in codes.items()
+                if code in flag and (not only or any(fnmatch.fnmatch(name, pattern) for pattern in only))
+            ]
+    names = sorted({name for group in chosen.values() for name in group})
+    if not names:
         return
     started = time.monotonic()
-    command = [str(MUTMUT), "run", "--max-children", str(max_children)]
-    subprocess.run(command + (pending if sampled.exists() else []), cwd=folder, env=env, check=False)
-    _note(folder, "resumed", started, f"--only {target.name} --resume", len(pending))
+    subprocess.run(
+        [str(MUTMUT), "run", "--max-children", str(max_children), *names], cwd=folder, env=env, check=False
+    )
+    flags = {
+        "resumed": "--resume",
+        "rechecked_survivors": "--recheck-survivors",
+        "rechecked_timeouts": "--recheck-timeouts",
+    }
+    arguments = f"--only {target.name} " + " ".join(flags[key] for key in chosen)
+    arguments += f" --recheck-only {' '.join(only)}" if only else ""
+    for key, group in chosen.items():
+        _note(folder, key, started, arguments, len(group))
 
 
 def _note(folder: Path, key: str, started: float, arguments: str, count: int) -> None:
@@ -464,18 +469,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     chosen = [t for t in TARGETS if not args.only or t.name in args.only]
-    again = args.recheck_survivors or args.recheck_timeouts or args.resume
-    if args.report_only or again:
+    rerun = args.recheck_survivors or args.recheck_timeouts or args.resume
+    if args.report_only or rerun:
         chosen = [t for t in chosen if (STAGING / t.name / "mutants").is_dir()]
     sample = Sample(args.sample, args.seed) if args.sample else None
     for target in chosen:
-        if args.resume:
-            resume(target, args.max_children)
-        if args.recheck_survivors:
-            recheck(target, args.max_children, args.recheck_only)
-        if args.recheck_timeouts:
-            recheck(target, args.max_children, args.recheck_only, timeouts=True)
-        if not (args.report_only or again):
+        if rerun:
+            again(
+                target,
+                args.max_children,
+                resume=args.resume,
+                survivors=args.recheck_survivors,
+                timeouts=args.recheck_timeouts,
+                only=args.recheck_only,
+            )
+        if not (args.report_only or rerun):
             described = run(target, args.max_children, sample)
             arguments = f"--only {target.name} --max-children {args.max_children}"
             if sample is not None:

@@ -16,7 +16,16 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from strata_retrieval.disk import DiskGuard, IndexDiskFull
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
+from strata_retrieval.documents import (
+    Document,
+    DocumentFilter,
+    DocumentKind,
+    LegWeights,
+    Scope,
+    SearchMode,
+    SearchQuery,
+    document_key,
+)
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.legs import JointSearch, TextIndex
@@ -282,3 +291,20 @@ def test_maintenance_builds_once_exactly_the_threshold_is_unindexed(
         assert search(engine, "largest ocean", SearchMode.VECTOR, top_k=1) == ["f4"]
     finally:
         engine.close()
+
+
+def test_the_last_place_goes_to_the_smallest_id_among_equal_scores(engine: RetrievalEngine) -> None:
+    """Only the text leg counts (vector weight 0): f1 alone says "mitochondria" and the five others,
+    candidates of the vector leg, score exactly 0. The second place goes to the smallest id among
+    them, f0, not to f2, which comes first in storage-key order."""
+    tied = ["f0", "f2", "f3", "f4", "f5"]
+    assert min(tied, key=lambda document_id: document_key("t", document_id)) == "f2"
+    query = SearchQuery(
+        text="mitochondria",
+        mode=SearchMode.HYBRID,
+        filter=SCOPE,
+        top_k=2,
+        weights=LegWeights(vector=0.0, fts=1.0),
+    )
+    hits = engine.search(query).hits
+    assert [(hit.document.id, hit.rrf_score) for hit in hits] == [("f1", pytest.approx(1 / 61)), ("f0", 0.0)]

@@ -227,6 +227,9 @@ def run(work: Path, times: Durations) -> dict[str, Any]:
         for name, lane in latency.items():
             results["operations"][name] = {"c1": lane}
         results["edited_blocks"] = block_sizes(server.address, seeds)
+        results["edited_blocks"]["append_over_replace"] = paired_ratio(
+            latency, "ExecuteTool(core_memory_append)", "ExecuteTool(memory_replace)"
+        )
         for c in CONCURRENCY[1:]:
             results["floor"][f"c{c}"] = _scenario(server.address, Call(HEALTH), c, times, [server.pid])
             for name, call in operations(seeds, c).items():
@@ -262,7 +265,8 @@ def _print_verdicts(results: dict[str, Any]) -> None:
         print(
             f"  edited blocks: memory_replace {blocks['memory_replace_chars']} chars; core_memory_append "
             f"{blocks['core_memory_append_seeded_chars']} -> up to {max(final, default=0)} chars "
-            f"(mean {blocks['core_memory_append_mean_chars']}, {len(final)} agents)",
+            f"(mean {blocks['core_memory_append_mean_chars']}, {len(final)} agents); "
+            f"append / replace paired {blocks['append_over_replace']:.2f}",
             flush=True,
         )
 

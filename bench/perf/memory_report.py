@@ -139,5 +139,11 @@ def _interleaving(memory: dict[str, Any]) -> list[str]:
         f"on blocks of the same size: `memory_replace` on {replaced} "
         f"characters, `core_memory_append` on blocks grown from {blocks['core_memory_append_seeded_chars']} "
         f"to {min(final, default=0)}-{max(final, default=0)} characters ({len(final)} agents, "
-        f"{blocks['core_memory_append_mean_chars']} on average when appended to).",
+        f"{blocks['core_memory_append_mean_chars']} on average when appended to)"
+        + (
+            f"; round by round core_memory_append took {blocks['append_over_replace']:.2f}x "
+            "memory_replace's time (median)."
+            if "append_over_replace" in blocks
+            else "."
+        ),
     ]

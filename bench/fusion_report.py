@@ -35,6 +35,17 @@ def write() -> None:
         "untuned (equal weights, the depth of a top-10 search) and at LoCoMo's choice: no SciFact "
         "judgement chose anything.",
         "",
+        "Choice: distribution-based score fusion (`STRATA_RETRIEVAL_FUSION=dbsf`), a published, "
+        "general method (Qdrant's `dbsf`), for the reason min-max scaling was tried: the legs' score "
+        "margins carry information their ranks drop; scaling by mean +- 3 sd instead of by the two "
+        "extreme candidates is what kept LoCoMo whole where min-max lost it. It is the only family "
+        "whose LOCO any@10 on LoCoMo is not below RRF's and whose SciFact figure is >= 0.72 both "
+        "untuned and at LoCoMo's choice; on SciFact it beats RRF at every point of the grid below. "
+        "Not the default: RRF stays the service's default until the API says which fusion a "
+        "`rrf_score` holds. Both engines, on `make bench-quality`'s index (abstracts + 2,000 chat "
+        "messages): archival defaults 0.7287 embedded / 0.7280 server (RRF 0.7085 / 0.7104), "
+        "`bench/results/scifact_fusion_engines.md`.",
+        "",
         "## Fusion families",
         "",
         "| family | LoCoMo held-out any@10 (LOCO) | per conv. min / median / max "
@@ -81,24 +92,59 @@ def write() -> None:
     if texts:
         lines += [
             "",
-            "## Text-leg variants (`python -m bench.text_leg_variants`), fused by today's RRF",
+            "## Text-leg variants (`python -m bench.text_leg_variants`)",
             "",
             "SciFact hybrid: archival defaults (w 1 / 1, k 60, depth 50); LoCoMo: the recall defaults "
-            "(in-sample). Title and window variants are SciFact only (messages have neither). Each "
+            "(w_vec 0.35, k 30, depth 100; in-sample). Title and window variants are SciFact only "
+            "(messages have neither). Each "
             "variant is a Tantivy index built by the script (SciFact without the chat messages "
             "`make bench-quality` adds, so `served` reads 0.6887 here, 0.6896 there; LoCoMo's `served` "
             "0.7921 against 0.7908 from the engine's own index above: BM25 ties ordered differently).",
             "",
-            "| variant | SciFact fts | SciFact hybrid | LoCoMo fts any@10 | LoCoMo hybrid any@10 |",
-            "|---|---:|---:|---:|---:|",
+            "| variant | SciFact fts | SciFact hybrid RRF | SciFact hybrid DBSF | LoCoMo fts any@10 "
+            "| LoCoMo hybrid RRF any@10 | LoCoMo hybrid DBSF any@10 |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for name, row in texts.items():
-            locomo = (row.get("locomo_fts_any@10", "-"), row.get("locomo_hybrid_recall_defaults_any@10", "-"))
-            lines.append(
-                f"| {name} | {row['scifact_fts']} | {row['scifact_hybrid_archival_defaults']} | "
-                f"{locomo[0]} | {locomo[1]} |"
-            )
+            cells = [
+                row.get(column, "-")
+                for column in (
+                    "scifact_fts",
+                    "scifact_hybrid_archival_defaults",
+                    "scifact_dbsf_archival_defaults",
+                    "locomo_fts_any@10",
+                    "locomo_hybrid_recall_defaults_any@10",
+                    "locomo_dbsf_recall_defaults_any@10",
+                )
+            ]
+            lines.append(f"| {name} | " + " | ".join(str(cell) for cell in cells) + " |")
+    windows_path = LAB / "vector_windows.json"
+    windows: dict[str, Any] = json.loads(windows_path.read_text()) if windows_path.exists() else {}
+    if windows:
+        lines += [
+            "",
+            "## Vector leg passage scoring (`python -m bench.vector_windows`)",
+            "",
+            f"Each abstract also embedded as windows of {windows['window_words']} words every "
+            f"{windows['stride_words']} ({windows['vectors']} vectors for {windows['documents']} "
+            "documents); the vector leg scores a document by its best vector (exact search). Fused with "
+            "the text leg above at the archival defaults (RRF w 1 / 1, k 60, depth 50; DBSF w 1 / 1, "
+            "depth 50). No LoCoMo turn (with speaker and caption) is longer than one window, so LoCoMo "
+            "recall is unchanged by construction. Not served: it needs several vectors per document in "
+            "both vector engines and embeds ~5x the vectors on ingest (issue 18 item 1 wants ingest "
+            "faster).",
+            "",
+            "| leg / fusion | whole text (served) | best window |",
+            "|---|---:|---:|",
+        ]
+        scores = windows["ndcg@10"]
+        for name in ("vector", "rrf", "dbsf"):
+            lines.append(f"| {name} | {scores[f'{name} whole']} | {scores[f'{name} best window']} |")
     (RESULTS / "scifact_fusion.md").write_text("\n".join(lines) + "\n")
     (RESULTS / "scifact_fusion.json").write_text(
-        json.dumps({"variants": variants, "text_legs": texts, "served_check": check}, indent=1) + "\n"
+        json.dumps(
+            {"variants": variants, "text_legs": texts, "served_check": check, "vector_windows": windows},
+            indent=1,
+        )
+        + "\n"
     )

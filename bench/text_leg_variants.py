@@ -29,7 +29,7 @@ import tantivy
 from bench import locomo_score_fusion as locomo_docs
 from bench import quality_scifact as sf
 from bench.fusion_lab import LAB
-from bench.fusion_variants import Locomo, rrf
+from bench.fusion_variants import Locomo, dbsf, rrf
 from bench.locomo_recall import conversations
 from bench.locomo_select import evidence_ranks
 from strata_memory.config import MemorySettings
@@ -134,8 +134,8 @@ class Index:
 
 def main() -> None:
     settings = MemorySettings()
-    archival = (settings.archival_vector_weight, settings.rrf_k, 50)
-    recall = (settings.recall_vector_weight, settings.recall_rrf_k, settings.recall_candidate_depth)
+    archival = (settings.archival_vector_weight, settings.rrf_k, 50.0)
+    recall = (settings.recall_vector_weight, settings.recall_rrf_k, float(settings.recall_candidate_depth))
     corpus, queries, qrels = sf.load_scifact(quick=False)
     scifact_vec = json.loads((LAB / "scifact_legs.json").read_text())
     locomo = Locomo(json.loads((LAB / "locomo_legs.json").read_text()))
@@ -143,15 +143,17 @@ def main() -> None:
     for variant in VARIANTS:
         index = Index(LAB / "text-variant", variant)
         index.add([(d["id"], "scifact", d["title"], d["text"]) for d in corpus])
-        alone, fused = [], []
+        alone, fused, fused_dbsf = [], [], []
         for qid, text in queries.items():
             fts = index.search(text, "scifact", 100)
             vector = [(k, float(s)) for k, s in scifact_vec[qid]["vector"]]
             alone.append(sf.ndcg_at_10([k for k, _ in fts], qrels[qid]))
             fused.append(sf.ndcg_at_10(rrf(vector, fts, archival), qrels[qid]))
+            fused_dbsf.append(sf.ndcg_at_10(dbsf(vector, fts, (archival[0], archival[2])), qrels[qid]))
         row: dict[str, Any] = {
             "scifact_fts": round(statistics.fmean(alone), 4),
             "scifact_hybrid_archival_defaults": round(statistics.fmean(fused), 4),
+            "scifact_dbsf_archival_defaults": round(statistics.fmean(fused_dbsf), 4),
         }
         if not variant.title_boost and not variant.window:  # LoCoMo: messages, no titles
             index = Index(LAB / "text-variant", variant)
@@ -159,14 +161,16 @@ def main() -> None:
                 index.add(
                     [(d.id.split("/", 1)[1], conv, "", d.full_text) for d in locomo_docs.documents(conv)]
                 )
-            hits_alone, hits_fused = [], []
+            hits_alone, hits_fused, hits_dbsf = [], [], []
             for qid, q in locomo.questions.items():
                 fts = index.search(q.text, q.conv, 100)
                 vector = [(k, float(s)) for k, s in locomo.legs[qid]["vector"]]
                 hits_alone.append(evidence_ranks(q, [k for k, _ in fts]).hit("any@10"))
                 hits_fused.append(evidence_ranks(q, rrf(vector, fts, recall)).hit("any@10"))
+                hits_dbsf.append(evidence_ranks(q, dbsf(vector, fts, (recall[0], recall[2]))).hit("any@10"))
             row["locomo_fts_any@10"] = round(statistics.fmean(hits_alone), 4)
             row["locomo_hybrid_recall_defaults_any@10"] = round(statistics.fmean(hits_fused), 4)
+            row["locomo_dbsf_recall_defaults_any@10"] = round(statistics.fmean(hits_dbsf), 4)
         rows[variant.name] = row
         print(variant.name, json.dumps(row), flush=True)
     (LAB / "text_variants.json").write_text(json.dumps(rows, indent=1) + "\n")

@@ -20,6 +20,7 @@ from strata_retrieval.documents import (
     Document,
     DocumentFilter,
     DocumentKind,
+    Fusion,
     LegWeights,
     Scope,
     SearchMode,
@@ -28,6 +29,7 @@ from strata_retrieval.documents import (
 )
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.fusion import dbsf_ranking
 from strata_retrieval.legs import JointSearch, TextIndex
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import TantivyTextIndex
@@ -308,3 +310,31 @@ def test_the_last_place_goes_to_the_smallest_id_among_equal_scores(engine: Retri
     )
     hits = engine.search(query).hits
     assert [(hit.document.id, hit.rrf_score) for hit in hits] == [("f1", pytest.approx(1 / 61)), ("f0", 0.0)]
+
+
+def test_an_engine_configured_for_dbsf_fuses_hybrid_searches_by_the_legs_scores(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
+    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    engine = RetrievalEngine(embedder, vectors, text, EngineConfig(fusion=Fusion.DBSF))
+    try:
+        engine.upsert(documents())
+        weights = LegWeights(vector=0.5, fts=1.0)
+        query = SearchQuery(
+            text="glucose in the blood", mode=SearchMode.HYBRID, filter=SCOPE, top_k=4, weights=weights
+        )
+        legs = engine.candidates(query)
+        fused = dbsf_ranking(
+            {leg: [(c.key, c.score) for c in found] for leg, found in legs.items()},
+            weights={"vector": 0.5, "fts": 1.0},
+        )
+        hits = engine.search(query).hits
+        assert [hit.document.key for hit in hits] == fused.keys[:4]
+        assert [hit.rrf_score for hit in hits] == pytest.approx([fused.scores[key] for key in fused.keys[:4]])
+        assert {hit.fts_rank for hit in hits} - {None} == {1, 2}  # "glucose": f0 and f2
+        # a single leg keeps its order and its RRF score (the request's k)
+        fts = SearchQuery(text="glucose", mode=SearchMode.FTS, filter=SCOPE, top_k=2, rrf_k=10.0)
+        assert [hit.rrf_score for hit in engine.search(fts).hits] == [1 / 11, 1 / 12]
+    finally:
+        engine.close()

@@ -68,6 +68,23 @@ def write() -> None:
     for row in variants["families"]:
         folds = "; ".join(f"{f['held_out']}: {_params(f['chosen'])}, {f['any@10']}" for f in row["folds"])
         lines.append(f"- {row['family']}: {folds}")
+    strict = variants.get("locomo_select_loco")
+    if strict:
+        lines += [
+            "",
+            "The same folds with bench/locomo_select.py's Grid (its tie rule: the sum of the other "
+            "metrics; `make bench-locomo` also lets each fold choose the context mode and reads the "
+            "legs through MemoryService, hence its 0.776 for RRF):",
+            "",
+            "| fusion | held-out any@5 | any@10 | any@20 | all@10 | any@10 min / median / max |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for name, out in strict.items():
+            pooled, spread = out["held_out_pooled"], out["held_out_spread"]["any@10"]
+            lines.append(
+                f"| {name} | {pooled['any@5']} | {pooled['any@10']} | {pooled['any@20']} | "
+                f"{pooled['all@10']} | {spread['min']} / {spread['median']} / {spread['max']} |"
+            )
     lines += ["", "## LoCoMo by category, MemoryService's recall request (w_vec 0.35, depth 100)", ""]
     lines += [
         "| fusion | category | n | any@5 | any@10 | any@20 | all@10 |",

@@ -20,7 +20,7 @@ from bench import fusion_report
 from bench import quality_scifact as sf
 from bench.fusion_lab import LAB
 from bench.locomo_recall import conversations, load_questions
-from bench.locomo_select import Question, evidence_ranks, scored, table
+from bench.locomo_select import Grid, Question, Setting, evidence_ranks, scored, table
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.fusion import dbsf_ranking
 
@@ -158,6 +158,24 @@ class Locomo:
         }
         return table(questions, ranks)
 
+    def grid_loco(self, family: Family, default: Params) -> dict[str, Any]:
+        """Leave-one-conversation-out with bench/locomo_select.py's own Grid (its objective and its
+        tie rule: the sum of the other metrics), over ``family``'s grid."""
+        questions = list(self.questions.values())
+
+        def setting(p: Params) -> Setting:
+            return Setting("text", p[0], p[1] if len(p) == 3 else 0.0, int(p[-1]))
+
+        ranks = {
+            setting(p): {
+                q.key: evidence_ranks(q, family.fuse(*_legs(self.legs[qid]), p))
+                for qid, q in self.questions.items()
+            }
+            for p in family.grid
+        }
+        out = Grid(questions, ranks).leave_one_out(setting(default))
+        return {"held_out_pooled": out["held_out_pooled"], "held_out_spread": out["held_out_spread"]}
+
     def score(self, family: Family, p: Params, convs: Sequence[str]) -> float:
         hits = self.hits(family, p)
         chosen = [hit for qid, hit in hits.items() if self.questions[qid].conv in convs]
@@ -215,6 +233,10 @@ def main() -> None:
     recall_dbsf = (served[0], served[2])  # MemoryService's recall weights and depth, under fusion=dbsf
     result = {
         "families": rows,
+        "locomo_select_loco": {
+            "rrf": locomo.grid_loco(rrf_family, served),
+            "dbsf": locomo.grid_loco(dbsf_family, recall_dbsf),
+        },
         "locomo_by_category": {
             "rrf, recall defaults (served)": locomo.table(rrf_family, served),
             "dbsf, recall defaults (fusion=dbsf)": locomo.table(dbsf_family, recall_dbsf),

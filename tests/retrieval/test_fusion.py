@@ -157,6 +157,14 @@ def test_the_scale_of_a_leg_does_not_matter() -> None:
     assert dbsf_ranking(scaled).scores == pytest.approx(dbsf_ranking(legs).scores)
 
 
+def test_scores_close_together_are_still_spread_from_zero_to_one() -> None:
+    """Cosine similarities often lie within a few hundredths of each other: 6 sd far below 1."""
+    close = [("a", 0.35), ("b", 0.32), ("c", 0.30)]
+    assert dbsf_ranking({"vector": close}).scores == pytest.approx(
+        dict(zip("abc", _scaled([0.35, 0.32, 0.30]), strict=True))
+    )
+
+
 def test_scores_that_do_not_spread_scale_to_one_half() -> None:
     assert dbsf_ranking({"fts": [("a", 3.0)]}).scores == {"a": 0.5}
     assert dbsf_ranking({"fts": [("a", 2.0), ("b", 2.0)]}).scores == {"a": 0.5, "b": 0.5}

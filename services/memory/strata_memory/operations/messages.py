@@ -59,9 +59,9 @@ class Messages:
         ]
 
         def work(conn: Connection) -> Written[list[MessageRecord]]:
-            agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
+            first = agent_rows.reserve_sequences_of(conn, tenant_id, agent_id, len(prepared))
             agent_rows.get_conversation(conn, agent_id, conversation_id)
-            stored = message_rows.append(conn, prepared)
+            stored = message_rows.append(conn, prepared, first=first)
             return Written(
                 stored, index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [m.id for m in stored])
             )

@@ -6,7 +6,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Table, bindparam, delete, insert, select, update
+from sqlalchemy import BigInteger, ColumnElement, Select, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.domain.errors import AgentNotFound, ConversationNotFound, EtagMismatch
@@ -141,6 +141,26 @@ def delete_agent(conn: Connection, agent: AgentRecord) -> None:
     conn.execute(delete(schema.prompt_snapshots).where(schema.prompt_snapshots.c.agent_id == agent.id))
     conn.execute(delete(schema.agents).where(schema.agents.c.id == agent.id))
     blocks.delete_if_orphaned(conn, block_ids)
+
+
+_RESERVE_SEQUENCES = (
+    update(_agents)
+    .where(_agents.c.id == bindparam("agent"), _agents.c.tenant_id == bindparam("tenant"))
+    .values(next_sequence=_agents.c.next_sequence + bindparam("reserved", type_=BigInteger))
+    .returning(_agents.c.next_sequence)
+)
+
+
+def reserve_sequences_of(conn: Connection, tenant_id: str, agent_id: str, count: int) -> int:
+    """Claim ``count`` consecutive message sequence numbers of the tenant's agent in one statement;
+    returns the first. The UPDATE locks the agent's row (PostgreSQL), so appends to one agent are
+    serialised as ``get_agent(for_update=True)`` did. Raises AgentNotFound when the tenant has no
+    such agent."""
+    params = {"agent": agent_id, "tenant": tenant_id, "reserved": count}
+    after = conn.execute(_RESERVE_SEQUENCES, params).scalar_one_or_none()
+    if after is None:
+        raise AgentNotFound(agent_id)
+    return int(after) - count
 
 
 def reserve_sequences(conn: Connection, agent_id: str, count: int) -> int:

@@ -12,11 +12,15 @@ from strata_memory.store import agents, schema
 from strata_memory.store.records import MessageRecord, Page, ToolCallRecord
 
 
-def append(conn: Connection, new: Sequence[MessageRecord]) -> list[MessageRecord]:
-    """Store messages of one agent in order, numbering them after the agent's last message."""
+def append(
+    conn: Connection, new: Sequence[MessageRecord], *, first: int | None = None
+) -> list[MessageRecord]:
+    """Store messages of one agent in order, numbering them after the agent's last message (from
+    ``first`` when the caller reserved the numbers: ``agents.reserve_sequences_of``)."""
     if not new:
         return []
-    first = agents.reserve_sequences(conn, new[0].agent_id, len(new))
+    if first is None:
+        first = agents.reserve_sequences(conn, new[0].agent_id, len(new))
     stored = [_numbered(message, first + i) for i, message in enumerate(new)]
     conn.execute(insert(schema.messages), [_columns(m) for m in stored])
     return stored

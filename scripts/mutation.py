@@ -273,14 +273,21 @@ def again(
     survivors: bool = False,
     timeouts: bool = False,
     only: list[str] | None = None,
+    retrace: bool = False,
 ) -> None:
     """Run mutants of the last run again in its staging folder, in one mutmut run (mutmut copies the
     tests afresh and collects stats for new ones): ``resume``, those with no result yet (the rest of
     a stopped run, or those mutmut regenerates for functions changed since; of a sampled run, only
     its sample's); ``survivors`` / ``timeouts``, those that survived / timed out, or of them those
-    matching ``only`` (globs). The run's record notes each kind: how many, when and the command."""
+    matching ``only`` (globs). The run's record notes each kind: how many, when and the command.
+
+    ``retrace`` drops mutmut's map of which tests call which function, so every test is traced again:
+    mutmut traces only tests added since its map was made, so a function added since (a fix that
+    split one) would be checked against the new tests alone."""
     folder = STAGING / target.name
     env = _environment()
+    if retrace:
+        (folder / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     subprocess.run([sys.executable, "-c", GENERATE], cwd=folder, env=env, check=True)  # as mutmut run would
     chosen: dict[str, list[str]] = {}
     if resume:
@@ -314,6 +321,7 @@ def again(
     }
     arguments = f"--only {target.name} " + " ".join(flags[key] for key in chosen)
     arguments += f" --recheck-only {' '.join(only)}" if only else ""
+    arguments += " --retrace" if retrace else ""
     for key, group in chosen.items():
         _note(folder, key, started, arguments, len(group))
 
@@ -463,6 +471,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --recheck-survivors/--recheck-timeouts: only the mutants matching these globs",
     )
     parser.add_argument(
+        "--retrace",
+        action="store_true",
+        help="with --resume/--recheck-*: trace every test again (mutmut traces only new tests)",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="check the last run's mutants that have no result (a stopped run; functions changed since)",
@@ -482,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
                 survivors=args.recheck_survivors,
                 timeouts=args.recheck_timeouts,
                 only=args.recheck_only,
+                retrace=args.retrace,
             )
         if not (args.report_only or rerun):
             described = run(target, args.max_children, sample)

@@ -3,7 +3,8 @@
 Blocking and synchronous on purpose: the servicer runs it in a bounded executor (a hybrid search's
 text leg runs on a small pool of the engine's own, beside the vector leg). Writes are
 serialised by one lock so both indexes see the same sequence of changes; each write returns only
-after both indexes have committed it, so it is searchable when the call returns.
+after both indexes have committed it, so it is searchable when the call returns. An upsert holds
+the lock while it embeds, because the text index takes the batch meanwhile.
 
 Search modes:
 
@@ -87,6 +88,8 @@ class RetrievalEngine:
         self._text = text
         self._config = config
         self._write_lock = threading.Lock()
+        self._text_writes = ThreadPoolExecutor(1, thread_name_prefix="text-write")
+        self._tenants_lock = threading.Lock()
         self._tenants_written: set[str] = set()  # for metrics: tenants this process has indexed for
         self._text_legs = ThreadPoolExecutor(config.search_threads, thread_name_prefix="text-leg")
 
@@ -99,15 +102,28 @@ class RetrievalEngine:
         return self._config.default_weights
 
     def upsert(self, documents: Sequence[Document]) -> int:
-        """Embed and index a batch (replacing documents by (tenant, id)); returns how many."""
+        """Embed and index a batch (replacing documents by (tenant, id)); returns how many.
+
+        The text index takes the batch (and commits it) on a thread of its own while the batch is
+        embedded, since it needs no vectors: its commit, which waits on the disk, then costs the
+        import no time of its own. The vector index, which searches read documents from, takes the
+        batch only once the text index has committed it."""
         check_batch(documents, self.limits)
         texts = [document.embedded_text for document in documents]
         self._check_disk(texts)
-        vectors = self.embedder.embed_documents(texts)
-        with self._write_lock:
+        with self._write_lock:  # held while embedding, so both indexes take writes in one order
             self._check_disk(texts)
+            text = self._text_writes.submit(
+                tracing.in_context(self._write), "the text index", self._text.upsert, documents
+            )
+            try:
+                vectors = self.embedder.embed_documents(texts)
+            finally:
+                text_error = text.exception()  # waits: the batch is never left half-written
+            if text_error is not None:
+                raise text_error
             self._write("the vector index", self._vectors.upsert, documents, vectors)
-            self._write("the text index", self._text.upsert, documents)
+        with self._tenants_lock:
             self._tenants_written.update(document.scope.tenant_id for document in documents)
         return len(documents)
 
@@ -296,7 +312,7 @@ class RetrievalEngine:
 
     def documents_per_tenant(self) -> dict[str, int]:
         """Documents held for each tenant this process has indexed for since it started."""
-        with self._write_lock:
+        with self._tenants_lock:  # not the write lock: an upsert holds that while it embeds
             tenants = sorted(self._tenants_written)
         return {tenant: self._vectors.count(DocumentFilter(tenant_id=tenant)) for tenant in tenants}
 
@@ -324,6 +340,7 @@ class RetrievalEngine:
 
     def close(self) -> None:
         self._text_legs.shutdown(wait=True)
+        self._text_writes.shutdown(wait=True)
         with self._write_lock:
             self._vectors.close()
             self._text.close()

@@ -132,8 +132,8 @@ class RetrievalEngine:
             self._disk.check_write(sum(len(text.encode()) for text in texts), len(texts))
 
     def _write(self, where: str, write: Callable[..., None], *args: Any) -> None:
-        """One index's write, a full disk reported as :class:`IndexDiskFull`. If the text index
-        fails after the vector index took the batch, the retried upsert (idempotent) completes it."""
+        """One index's write, a full disk reported as :class:`IndexDiskFull`. If the vector index
+        fails after the text index took the batch, the retried upsert (idempotent) completes it."""
         try:
             write(*args)
         except Exception as error:

@@ -36,6 +36,10 @@ class MemorySettings(ServingSettings):
     """Index batches the outbox may have in flight at once: with 2, while RetrievalService embeds one,
     the next full batch is claimed and sent. 1 on 2 cores (paired A/Bs: no gain on an import, a cost
     on streams of small appends); try 2 where RetrievalService has cores to spare."""
+    outbox_linger_seconds: float = Field(default=0.05, ge=0)
+    """After a delivery that released ``wait_searchable`` callers, how long the outbox waits for as many
+    new writes before claiming the next batch (writers that waited usually write again at once; one
+    batch for their writes instead of several). 0: claim at once."""
     outbox_max_backoff_seconds: float = 5.0
     """Longest wait between delivery attempts (backoff doubles from 0.2 s, with jitter, up to this)."""
     outbox_max_attempts: int = Field(default=8, ge=1)

@@ -158,6 +158,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
             lease_seconds=settings.outbox_lease_seconds,
             idle_poll_seconds=settings.outbox_idle_poll_seconds,
             deliveries_in_flight=settings.outbox_deliveries_in_flight,
+            linger_seconds=settings.outbox_linger_seconds,
         ),
         context_turns=settings.recall_context_turns,
         context_legs=settings.recall_context_legs,

@@ -25,7 +25,10 @@ A caller waiting until its write is searchable (``wait_delivered``) is told by t
 worker completes its jobs: waiters read nothing from the store while this worker delivers for them,
 so a stream of small writes with ``wait_searchable`` does not multiply store reads by the writers
 waiting. A waiter still reads the store after each poll interval without news (a job another
-replica's worker delivered) and when its time runs out.
+replica's worker delivered) and when its time runs out. After a delivery that released waiters, the
+worker waits up to ``linger_seconds`` for as many new writes before claiming (``_linger``): writers
+that waited write again at once, and their writes then share one batch instead of trickling out in
+several, each with its own claim, settlement and RetrievalService call.
 
 Failures stay with the job that caused them (``delivery``): a document that cannot be built, or is
 larger than any request may be, is parked at once; a request RetrievalService refuses is split until
@@ -81,6 +84,8 @@ class OutboxPolicy:
     """How long a claimed job stays with this worker before another may take it over."""
     deliveries_in_flight: int = 1
     """Batches claimed and sent at once (each its own claim, as separate workers would)."""
+    linger_seconds: float = 0.05
+    """After a delivery that released waiters, how long to wait for as many new writes (``_linger``)."""
 
 
 async def waited(wait: Coroutine[object, object, object], seconds: float) -> None:
@@ -134,6 +139,9 @@ class OutboxWorker:
         self._wake = asyncio.Event()
         self._waiters: dict[int, list[_Waiter]] = {}  # job id -> wait_delivered calls waiting for it
         self._registered = 0  # waiters registered so far (each waiter's order)
+        self._announced = 0  # writes announced (``notify``) so far
+        self._released = 0  # waiters released by the last delivery
+        self._released_at = 0  # writes announced when the first of them was released
         self._tasks: list[asyncio.Task[None]] = []
         self._in_flight = 0  # batches being delivered now
 
@@ -152,6 +160,7 @@ class OutboxWorker:
 
     def notify(self) -> None:
         """New jobs were committed: deliver now rather than at the next poll."""
+        self._announced += 1
         self._wake.set()
 
     async def wait_delivered(self, job_ids: Sequence[int], within: float | None) -> bool:
@@ -204,6 +213,9 @@ class OutboxWorker:
                 waiter.remaining.discard(job_id)
                 if not waiter.remaining:
                     waiter.done.set()
+                    if not self._released:
+                        self._released_at = self._announced
+                    self._released += 1
 
     async def _run(self) -> None:
         while True:
@@ -214,8 +226,25 @@ class OutboxWorker:
                 log.exception("outbox delivery failed unexpectedly; retrying")
                 delivered = 0
             if delivered:
+                await self._linger()
                 continue
             await waited(self._wake.wait(), self._policy.idle_poll_seconds)
+
+    async def _linger(self) -> None:
+        """After a delivery that released waiters, wait (at most ``linger_seconds``) until as many new
+        writes were announced before claiming: writers that waited until searchable usually write
+        again at once, and claiming at the first of their writes would send them in several batches,
+        each with its own claim, settlement and RetrievalService call (measured: bench/perf/findings.md).
+        Nothing released (an import, writers that do not wait), nothing to wait for."""
+        released, self._released = self._released, 0
+        if not released or self._policy.linger_seconds <= 0:
+            return
+        target = self._released_at + released
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._policy.linger_seconds
+        while self._announced < target and (left := until - loop.time()) > 0:
+            self._wake.clear()
+            await waited(self._wake.wait(), left)
 
     async def claim(self) -> list[IndexJob]:
         """Lease the next batch: up to the window's jobs, dealt round robin over waiting tenants."""

@@ -302,6 +302,7 @@ def test_an_index_out_of_space_is_reported_as_disk_full_naming_it(
     with pytest.raises(IndexDiskFull) as full:
         engine.upsert([passage(T, "p1")])
     assert full.value.metadata["engine"] == ("the vector index" if leg == "_vectors" else "the text index")
+    assert "([Errno 28] No space left on device)" in full.value.message  # the cause, for the operator
 
     def broken(*_: object) -> None:
         raise RuntimeError("index corrupted")

@@ -11,8 +11,10 @@ order shuffled per round. Per variant it reports the medians over rounds of: the
 searchable per second), the rate over that round's encoder-alone rate, each server's CPU per
 message, and the RetrievalService's CPU per message split into Python threads and named native ones
 (Tantivy's, Qdrant's, gRPC's); CPU per message holds up better than rates on a loaded machine.
-After each import it runs hybrid searches for a sample of the messages and checks that every
-variant returns the same top 10 (texts and RRF scores; ids differ between imports) as the first.
+After each import it searches for a sample of the messages and checks that every variant returns
+the same hybrid top 10 (texts and RRF scores; ids differ between imports) as the first, and the
+same legs (each leg's top 50 by score, up to the order of equal scores: the import repeats
+conversations, and equal texts rank by storage order, which moves their RRF scores).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,28 +91,45 @@ def queries(convs: Sequence[Sequence[Turn]], count: int) -> list[str]:
     return [" ".join(turn.content.split()[:8]) for turn in turns[::step][:count]]
 
 
-async def hybrid_tops(address: str, texts: Sequence[str]) -> list[Top]:
-    """Each query's hybrid top 10 as (RRF score, text) pairs, best first. Ids differ between imports
-    and decide which of the documents tied at the tenth score make the cut, so those are kept as
-    the score alone."""
+def _scored(hits: Sequence[rpb.SearchHit], score: Callable[[rpb.SearchHit], float]) -> Top:
+    """(score, text) pairs, best first, the texts of those tied at the lowest score left out: which of
+    them make the cut depends on storage order and ids, and ids differ between two imports."""
+    scored = [(round(score(hit), 9), hit.document.text) for hit in hits]
+    lowest = min((value for value, _ in scored), default=0.0)
+    return sorted(((value, text if value > lowest else "") for value, text in scored), reverse=True)
+
+
+async def hybrid_tops(address: str, texts: Sequence[str]) -> list[tuple[Top, Top, Top]]:
+    """Each query's hybrid top 10 by RRF score, its vector leg's top 50 by cosine and its text leg's
+    top 50 by BM25, as :func:`_scored` pairs. Equal texts (the import repeats conversations) score
+    alike in each leg, but their ranks, and so their RRF scores, follow storage order; the legs are
+    the part that must not change."""
     async with grpc.aio.insecure_channel(address) as channel:
         stub: RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         flt = rpb.DocumentFilter(tenant_id=DEFAULT_TENANT)
         tops = []
         for text in texts:
-            request = rpb.SearchRequest(query=text, mode=rpb.SEARCH_MODE_HYBRID, filter=flt, top_k=10)
-            hits = (await stub.Search(request)).hits
-            last = round(hits[-1].rrf_score, 9) if hits else 0.0
-            pairs = [
-                (round(h.rrf_score, 9), h.document.text if round(h.rrf_score, 9) > last else "") for h in hits
-            ]
-            tops.append(sorted(pairs, reverse=True))
+            found = {}
+            for mode, top_k in (
+                (rpb.SEARCH_MODE_HYBRID, 10),
+                (rpb.SEARCH_MODE_VECTOR, 50),
+                (rpb.SEARCH_MODE_FTS, 50),
+            ):
+                request = rpb.SearchRequest(query=text, mode=mode, filter=flt, top_k=top_k)
+                found[mode] = (await stub.Search(request)).hits
+            tops.append(
+                (
+                    _scored(found[rpb.SEARCH_MODE_HYBRID], lambda hit: hit.rrf_score),
+                    _scored(found[rpb.SEARCH_MODE_VECTOR], lambda hit: hit.vector_score),
+                    _scored(found[rpb.SEARCH_MODE_FTS], lambda hit: hit.fts_score),
+                )
+            )
         return tops
 
 
 def import_once(
     name: str, source: Path, env: Mapping[str, str], convs: list[list[Turn]], texts: Sequence[str]
-) -> tuple[dict[str, Any], list[Top]]:
+) -> tuple[dict[str, Any], list[tuple[Top, Top, Top]]]:
     path = f"{source.resolve()}:{Path.cwd()}"
     servers = Servers(WORK / name, env, {**env, "PYTHONPATH": path})
     try:
@@ -152,7 +171,7 @@ def run(
     ticks, began = cpu_ticks(), time.monotonic()
     for round_number in range(1, rounds + 1):
         encoder.append(encoder_rate(embedder, texts, memory_settings.outbox_batch_size))
-        tops: dict[str, list[Top]] = {}
+        tops: dict[str, list[tuple[Top, Top, Top]]] = {}
         for name, source in random.sample(variants, len(variants)):
             result, tops[name] = import_once(name, source, env.get(name, {}), convs, sample)
             result["vs_encoder"] = result["rate_per_s"] / encoder[-1]["texts_per_s"]
@@ -170,10 +189,12 @@ def run(
             )
         reference = variants[0][0]
         for name, _ in variants[1:]:
-            same = sum(a == b for a, b in zip(tops[reference], tops[name], strict=True))
+            pairs = list(zip(tops[reference], tops[name], strict=True))
+            hybrid = sum(a[0] == b[0] for a, b in pairs)
+            legs = sum(a[1:] == b[1:] for a, b in pairs)
             print(
-                f"round {round_number}: {name} has {reference}'s hybrid top 10 "
-                f"for {same} of {len(sample)} queries"
+                f"round {round_number}: {name} has {reference}'s hybrid top 10 for {hybrid} of {len(sample)} "
+                f"queries, and its legs (top 50 each, up to the order of equal scores) for {legs}"
             )
     print(
         f"{rounds} rounds of {messages} messages in {time.monotonic() - began:.0f} s; steal "

@@ -8,6 +8,7 @@ import grpc
 
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
+from strata_memory.store.records import IndexJob
 from tests.security.conftest import ADMIN_KEY, Stack, create_key
 from tests.security.test_cli_auth import run_cli
 
@@ -21,7 +22,8 @@ async def test_parked_jobs_are_listed_and_retried_by_the_admin_only(
     try:
         with db.writing() as conn:
             [job] = index_jobs.enqueue(conn, "acme", index_jobs.UPSERT, ["message-gone"])
-            index_jobs.park(conn, [job], reason="INVALID_ARGUMENT: refused for the test")
+            unclaimed = IndexJob(job, "acme", index_jobs.UPSERT, "message-gone", 0)
+            index_jobs.park(conn, [unclaimed], reason="INVALID_ARGUMENT: refused for the test")
     finally:
         db.close()
     target = ["--target", stack.memory_address]

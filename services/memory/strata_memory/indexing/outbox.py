@@ -339,7 +339,7 @@ class OutboxWorker:
         """Complete the delivered jobs; retry the refused ones later, or park them."""
         why = {r.document_id: r for r in refused}
         failed = [job for job in jobs if job.document_id in why]
-        done = [job.id for job in jobs if job.document_id not in why]
+        done = [job for job in jobs if job.document_id not in why]
         park = [
             job
             for job in failed
@@ -357,19 +357,21 @@ class OutboxWorker:
                 why[job.document_id].reason,
             )
 
-        def work(conn: Connection) -> None:
-            if done:
-                index_jobs.complete(conn, done)
+        def work(conn: Connection) -> list[int]:
+            completed = index_jobs.complete(conn, done) if done else []
             for job in park:
-                index_jobs.park(conn, [job.id], reason=why[job.document_id].reason)
+                index_jobs.park(conn, [job], reason=why[job.document_id].reason)
             for job in later:
                 delay_us = int(self.backoff(job.attempts) * 1_000_000)
-                index_jobs.retry_later(conn, [job.id], delay_us=delay_us, error=why[job.document_id].reason)
+                index_jobs.retry_later(conn, [job], delay_us=delay_us, error=why[job.document_id].reason)
+            return completed
 
         registered_before = self._registered
-        await self._db.write(work)
-        if done:
-            self._settled(done, registered_before)
+        # A job whose lease ran out and was taken over is not completed here (its new holder does
+        # that); its waiters hear of it from that holder or at their next poll of the store.
+        completed = await self._db.write(work)
+        if completed:
+            self._settled(completed, registered_before)
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next attempt: exponential in the attempts so far, capped, with jitter
@@ -387,9 +389,8 @@ class OutboxWorker:
             delay,
             failure,
         )
-        ids = [job.id for job in jobs]
         await self._db.write(
             lambda conn: index_jobs.retry_later(
-                conn, ids, delay_us=int(delay * 1_000_000), error=str(failure)
+                conn, jobs, delay_us=int(delay * 1_000_000), error=str(failure)
             )
         )

@@ -7,6 +7,9 @@ every document of a scope. Jobs leave the table only once RetrievalService ackno
 Delivery is shared by any number of workers (processes on one store): a worker *claims* jobs in a
 write transaction by setting a lease (its name and an expiry) with a conditional ``UPDATE``, so two
 workers never hold the same job; a dead worker's leases expire and another worker claims the jobs.
+A worker settles (completes, retries or parks) only the jobs whose lease it still holds: a lease may
+run out while its worker delivers, and another worker claim, deliver and complete the job meanwhile
+(on SQLite the next job written may then take the freed id).
 A job is claimable only when no older job of the same document is still waiting (leased elsewhere or
 backing off), so each document's jobs are delivered in the order they were written. A *parked* job
 (one RetrievalService keeps refusing) leaves the delivery loop, keeping its reason, until an
@@ -18,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, exists, func, insert, select, update
+from sqlalchemy import and_, delete, exists, false, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -113,21 +116,47 @@ def claim(conn: Connection, shares: Mapping[str, int], *, owner: str, lease_us: 
             update(_jobs)
             .where(_jobs.c.id.in_(ids), _ready(now))
             .values(lease_owner=owner, lease_until_us=now + lease_us)
-            .returning(_jobs.c.id, _jobs.c.tenant_id, _jobs.c.action, _jobs.c.document_id, _jobs.c.attempts)
+            .returning(
+                _jobs.c.id,
+                _jobs.c.tenant_id,
+                _jobs.c.action,
+                _jobs.c.document_id,
+                _jobs.c.attempts,
+                _jobs.c.lease_owner,
+                _jobs.c.lease_until_us,
+            )
         )
         claimed.extend(sorted((IndexJob(*row) for row in leased), key=lambda job: job.id))
     return claimed
 
 
-def complete(conn: Connection, job_ids: Sequence[int]) -> None:
-    conn.execute(delete(_jobs).where(_jobs.c.id.in_(list(job_ids))))
+def _held(jobs: Sequence[IndexJob]) -> ColumnElement[bool]:
+    """The rows of ``jobs`` still under the lease each was claimed with."""
+    by_lease: dict[tuple[str, int], list[int]] = {}
+    for job in jobs:
+        by_lease.setdefault((job.lease_owner, job.lease_until_us), []).append(job.id)
+    if not by_lease:
+        return false()
+    return or_(
+        *(
+            and_(_jobs.c.id.in_(ids), _jobs.c.lease_owner == owner, _jobs.c.lease_until_us == until)
+            for (owner, until), ids in by_lease.items()
+        )
+    )
 
 
-def retry_later(conn: Connection, job_ids: Sequence[int], *, delay_us: int, error: str) -> None:
-    """Count an attempt, release the lease, and make the jobs due again after ``delay_us``."""
+def complete(conn: Connection, jobs: Sequence[IndexJob]) -> list[int]:
+    """Delete the delivered ``jobs`` still held under their lease; returns the ids deleted."""
+    deleted = conn.execute(delete(_jobs).where(_held(jobs)).returning(_jobs.c.id))
+    return sorted(int(job_id) for job_id in deleted.scalars())
+
+
+def retry_later(conn: Connection, jobs: Sequence[IndexJob], *, delay_us: int, error: str) -> None:
+    """Count an attempt, release the lease, and make the jobs due again after ``delay_us`` (only
+    the jobs still held under their lease)."""
     conn.execute(
         update(_jobs)
-        .where(_jobs.c.id.in_(list(job_ids)))
+        .where(_held(jobs))
         .values(
             attempts=_jobs.c.attempts + 1,
             next_attempt_us=now_us() + delay_us,
@@ -138,11 +167,12 @@ def retry_later(conn: Connection, job_ids: Sequence[int], *, delay_us: int, erro
     )
 
 
-def park(conn: Connection, job_ids: Sequence[int], *, reason: str) -> None:
-    """Count an attempt and take the jobs out of the delivery loop, keeping the reason."""
+def park(conn: Connection, jobs: Sequence[IndexJob], *, reason: str) -> None:
+    """Count an attempt and take the jobs out of the delivery loop, keeping the reason (only the
+    jobs still held under their lease)."""
     conn.execute(
         update(_jobs)
-        .where(_jobs.c.id.in_(list(job_ids)))
+        .where(_held(jobs))
         .values(
             attempts=_jobs.c.attempts + 1,
             parked_us=now_us(),

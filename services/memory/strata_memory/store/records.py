@@ -167,10 +167,13 @@ class PassageRecord:
 
 @dataclass(frozen=True, slots=True)
 class IndexJob:
-    """One pending change to RetrievalService's indexes (the outbox row)."""
+    """One pending change to RetrievalService's indexes (the outbox row), with the lease it was
+    claimed under (none: ``""`` and 0), which its settlement must still find on the row."""
 
     id: int
     tenant_id: str
     action: str
     document_id: str
     attempts: int
+    lease_owner: str = ""
+    lease_until_us: int = 0

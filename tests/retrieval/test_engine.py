@@ -6,10 +6,13 @@ checks of a write, and the server engine's rebuild with the engine's own model."
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,6 +26,7 @@ from strata_retrieval.documents import (
     Fusion,
     LegWeights,
     Scope,
+    ScoredKey,
     SearchMode,
     SearchQuery,
     document_key,
@@ -336,5 +340,40 @@ def test_an_engine_configured_for_dbsf_fuses_hybrid_searches_by_the_legs_scores(
         # a single leg keeps its order and its RRF score (the request's k)
         fts = SearchQuery(text="glucose", mode=SearchMode.FTS, filter=SCOPE, top_k=2, rrf_k=10.0)
         assert [hit.rrf_score for hit in engine.search(fts).hits] == [1 / 11, 1 / 12]
+    finally:
+        engine.close()
+
+
+def test_search_threads_bounds_the_text_legs_running_at_once(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``search_threads=1`` a second hybrid search's text leg starts only once the first's has
+    finished. The first is held until the second starts or a second has passed (the pool must not let
+    it start); the order is asserted, never a duration."""
+    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
+    engine = RetrievalEngine(embedder, vectors, text, EngineConfig(search_threads=1))
+    search_text, release, started = text.search, threading.Event(), [threading.Event(), threading.Event()]
+    released_at_start: list[bool] = []
+
+    def held(*args: Any) -> list[ScoredKey]:
+        released_at_start.append(release.is_set())
+        started[len(released_at_start) - 1].set()
+        assert release.wait(60)
+        return search_text(*args)
+
+    try:
+        engine.upsert(documents())
+        monkeypatch.setattr(text, "search", held)
+        query = SearchQuery(text="glucose", mode=SearchMode.HYBRID, filter=SCOPE, top_k=2)
+        with ThreadPoolExecutor(2) as callers:
+            first = callers.submit(engine.search, query)
+            assert started[0].wait(60)
+            second = callers.submit(engine.search, query)
+            started[1].wait(1.0)  # returns at once if the pool let the second leg start
+            release.set()
+            assert [hit.document.id for hit in first.result(60).hits] == ["f0", "f2"]
+            assert [hit.document.id for hit in second.result(60).hits] == ["f0", "f2"]
+        assert released_at_start == [False, True]
     finally:
         engine.close()

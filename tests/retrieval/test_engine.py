@@ -377,3 +377,45 @@ def test_search_threads_bounds_the_text_legs_running_at_once(
         assert released_at_start == [False, True]
     finally:
         engine.close()
+
+
+def test_close_waits_for_a_running_text_leg_before_closing_the_indexes(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search still running when the service closes the engine (past the stop's grace) finishes
+    on open indexes. Its text leg is held until the indexes start closing or a second passes."""
+    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
+    engine = RetrievalEngine(embedder, vectors, text, EngineConfig())
+    engine.upsert(documents())
+    search_text, close_vectors = text.search, vectors.close
+    started, release, leg_done, search_done = (threading.Event() for _ in range(4))
+    leg_done_at_close: list[bool] = []
+
+    def held(*args: Any) -> list[ScoredKey]:
+        started.set()
+        assert release.wait(60)
+        try:
+            return search_text(*args)
+        finally:
+            leg_done.set()
+
+    def closing() -> None:
+        leg_done_at_close.append(leg_done.is_set())
+        release.set()  # if close did not wait, the leg can go on now
+        assert search_done.wait(60)  # the search reads documents: close them after it
+        close_vectors()
+
+    monkeypatch.setattr(text, "search", held)
+    monkeypatch.setattr(vectors, "close", closing)
+    query = SearchQuery(text="glucose", mode=SearchMode.HYBRID, filter=SCOPE, top_k=2)
+    with ThreadPoolExecutor(2) as callers:
+        searching = callers.submit(engine.search, query)
+        assert started.wait(60)
+        closed = callers.submit(engine.close)
+        release.wait(1.0)  # set at once by the indexes' close if close did not wait for the leg
+        release.set()
+        assert [hit.document.id for hit in searching.result(60).hits] == ["f0", "f2"]
+        search_done.set()
+        closed.result(60)
+    assert leg_done_at_close == [True]

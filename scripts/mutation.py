@@ -140,6 +140,7 @@ TARGETS = (
             "tests/retrieval/test_fusion.py",
             "tests/retrieval/test_engine.py",
             "tests/retrieval/test_engine_scope.py",
+            "tests/retrieval/test_engine_races.py",
             "tests/retrieval/test_ties.py",
         ),
     ),

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from strata_memory.domain.errors import AgentNotFound, ConversationNotFound
 from strata_memory.domain.model import RecompilePolicy, RenderMode, ToolResultStyle
@@ -20,6 +18,7 @@ from strata_memory.store import agents as agent_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from strata_memory.store.records import DEFAULT_CONVERSATION, AgentRecord, MessageRecord
+from tests.memory.store.sent import first_keyword, recorded
 
 
 class Queue:
@@ -56,19 +55,15 @@ def db(store_url: str) -> Iterator[Database]:
     database.close()
 
 
-@contextlib.contextmanager
-def statements_sent(db: Database) -> Iterator[list[str]]:
-    sent: list[str] = []
+def statements_sent(db: Database) -> contextlib.AbstractContextManager[list[str]]:
+    """The first keyword of each statement the writer sends, but BEGIN and PostgreSQL's wake-up."""
 
-    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if not statement.startswith("BEGIN") and "pg_notify" not in statement:  # PostgreSQL's wake-up
-            sent.append(statement.split(maxsplit=1)[0])
+    def keep(statement: str) -> str | None:
+        if statement.startswith("BEGIN") or "pg_notify" in statement:
+            return None
+        return first_keyword(statement)
 
-    event.listen(db._writer, "before_cursor_execute", seen)
-    try:
-        yield sent
-    finally:
-        event.remove(db._writer, "before_cursor_execute", seen)
+    return recorded((db._writer,), keep)
 
 
 def said(*texts: str) -> list[MessageRecord]:

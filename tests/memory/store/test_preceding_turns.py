@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from strata_memory.domain.model import RecompilePolicy, RenderMode, ToolResultStyle
 from strata_memory.indexing.delivery import documents_as_stored, stored_ids
@@ -27,6 +26,7 @@ from strata_memory.store.records import (
     MessageRecord,
     PassageRecord,
 )
+from tests.memory.store.sent import recorded
 
 
 @pytest.fixture
@@ -37,19 +37,12 @@ def db(store_url: str) -> Iterator[Database]:
     database.close()
 
 
-@contextlib.contextmanager
-def selects_sent(db: Database) -> Iterator[list[str]]:
-    sent: list[str] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            sent.append(statement)
-
-    event.listen(db._reader, "before_cursor_execute", seen)
-    try:
-        yield sent
-    finally:
-        event.remove(db._reader, "before_cursor_execute", seen)
+def selects_sent(db: Database) -> contextlib.AbstractContextManager[list[str]]:
+    """Every SELECT the reader sends inside the block."""
+    return recorded(
+        (db._reader,),
+        lambda statement: statement if statement.lstrip().upper().startswith("SELECT") else None,
+    )
 
 
 def agent(conn: Any, agent_id: str) -> None:

@@ -10,10 +10,9 @@ import contextlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
-from sqlalchemy import event, insert, select
+from sqlalchemy import insert, select
 
 from strata_memory.domain.errors import AgentNotFound, BlockNotFound
 from strata_memory.domain.model import Block, RecompilePolicy, RenderMode, ToolResultStyle
@@ -26,24 +25,12 @@ from strata_memory.store import schema
 from strata_memory.store.database import Database
 from strata_memory.store.prompts import PromptSnapshot
 from strata_memory.store.records import AgentRecord, Page
+from tests.memory.store.sent import first_keyword, recorded
 
 
-@contextlib.contextmanager
-def statements_sent(db: Database) -> Iterator[list[str]]:
+def statements_sent(db: Database) -> contextlib.AbstractContextManager[list[str]]:
     """The first keyword of every statement the store's engines send to the database inside the block."""
-    sent: list[str] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        sent.append(statement.split(maxsplit=1)[0])
-
-    engines = (db._reader, db._writer)
-    for engine in engines:
-        event.listen(engine, "before_cursor_execute", seen)
-    try:
-        yield sent
-    finally:
-        for engine in engines:
-            event.remove(engine, "before_cursor_execute", seen)
+    return recorded((db._reader, db._writer), first_keyword)
 
 
 def _agent(agent_id: str, policy: RecompilePolicy = RecompilePolicy.ON_EDIT) -> AgentRecord:

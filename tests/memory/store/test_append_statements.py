@@ -7,7 +7,7 @@ unchanged.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -30,10 +30,8 @@ class Queue:
 
 
 @pytest.fixture
-def db(store_url: str) -> Iterator[Database]:
-    database = Database(store_url)
-    database.migrate()
-    with database.writing() as conn:
+def db(db: Database) -> Database:
+    with db.writing() as conn:
         for tenant, agent_id in (("t", "agent-a"), ("other", "agent-b")):
             agent_rows.insert_agent(
                 conn,
@@ -51,8 +49,7 @@ def db(store_url: str) -> Iterator[Database]:
                     0,
                 ),
             )
-    yield database
-    database.close()
+    return db
 
 
 def statements_sent(db: Database) -> contextlib.AbstractContextManager[list[str]]:

@@ -9,8 +9,6 @@ would never become searchable, and a late retry or park would hold back or hide 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import select
 
@@ -20,14 +18,6 @@ from strata_memory.store.records import IndexJob
 
 TENANT = "t"
 ONE = {TENANT: 10}
-
-
-@pytest.fixture
-def db(store_url: str) -> Iterator[Database]:
-    database = Database(store_url)
-    database.migrate()
-    yield database
-    database.close()
 
 
 def _claim(db: Database, owner: str, *, lease_us: int) -> list[IndexJob]:

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from strata_memory.domain.model import RecompilePolicy, RenderMode, ToolResultStyle
 from strata_memory.indexing.delivery import documents_as_stored, stored_ids
@@ -27,14 +24,6 @@ from strata_memory.store.records import (
     PassageRecord,
 )
 from tests.memory.store.sent import recorded
-
-
-@pytest.fixture
-def db(store_url: str) -> Iterator[Database]:
-    database = Database(store_url)
-    database.migrate()
-    yield database
-    database.close()
 
 
 def selects_sent(db: Database) -> contextlib.AbstractContextManager[list[str]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -50,18 +49,15 @@ def _agent(agent_id: str, policy: RecompilePolicy = RecompilePolicy.ON_EDIT) -> 
 
 
 @pytest.fixture
-def db(store_url: str) -> Iterator[Database]:
-    database = Database(store_url)
-    database.migrate()
-    with database.writing() as conn:
+def db(db: Database) -> Database:
+    with db.writing() as conn:
         agent_rows.insert_agent(conn, _agent("agent-1"))
         agent_rows.insert_agent(conn, _agent("agent-empty"))
         for label in ("persona", "human"):
             block = Block(label=label, value=f"{label} notes", limit=1000, id=f"block-{label}")
             stored = block_rows.insert_block(conn, "t", block, source="test", actor="test")
             block_rows.attach(conn, "agent-1", stored.block)
-    yield database
-    database.close()
+    return db
 
 
 def test_a_block_is_read_by_its_label_in_one_statement(db: Database) -> None:

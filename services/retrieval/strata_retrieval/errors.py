@@ -9,3 +9,9 @@ class EmbeddingModelMismatch(FailedPrecondition):
     """The index on disk was built with another embedding model; its vectors are not comparable."""
 
     default_reason = "EMBEDDING_MODEL_MISMATCH"
+
+
+class RebuildInProgress(FailedPrecondition):
+    """Another whole-index rebuild of the collection is building, or moved the alias meanwhile."""
+
+    default_reason = "REBUILD_IN_PROGRESS"

@@ -6,12 +6,15 @@ dense vectors copied, or re-embedded when the configured model differs), swaps t
 drops the old generation. Replicas serving the collection keep answering from the old generation
 until the swap. Writes they take during the build reach only the old one, so run MemoryService's
 every-tenant Reindex afterwards (it converges in place), or run this while ingestion is paused.
+One rebuild at a time per collection: beside another (this command's, or a replica's at start-up) it
+exits with the reason, having changed nothing.
 """
 
 from __future__ import annotations
 
 import sys
 
+from strata_retrieval.errors import RebuildInProgress
 from strata_retrieval.main import load_embedder, open_engine
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
 
@@ -25,6 +28,8 @@ def main() -> None:
     )
     try:
         sys.stdout.write(f"{settings.qdrant_collection} now served by {engine.rebuild()}\n")
+    except RebuildInProgress as refusal:
+        sys.exit(f"not rebuilt: {refusal}")
     finally:
         engine.close()
 

@@ -10,16 +10,31 @@ and drops generation N. A build that fails drops N+1 and leaves the alias where 
 A collection created before generations existed holds the alias's own name (generation 0). Qdrant
 refuses an alias named like an existing collection, so its first rebuild deletes it before creating
 the alias: the one moment, once, in which the name resolves to nothing.
+
+One rebuild at a time per collection, whichever process runs it: a build claims generation N+1 by
+creating it (Qdrant refuses a second collection of that name) and marks it ``building`` with the time
+of its last page (a heartbeat in its metadata). Another rebuild meanwhile is refused
+(``RebuildInProgress``) rather than dropping a generation still being built, or one that another
+rebuild has just made the serving one; a build whose heartbeat is older than ``BUILD_STALE_SECONDS``
+died, and the next rebuild drops it.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import qdrant_edge as qe
 from qdrant_client import QdrantClient, models
 
+from strata_retrieval.errors import RebuildInProgress
+
 SEPARATOR = "__g"
+BUILDING = "building"
+"""Metadata key of a generation being built: ``{"heartbeat": <Unix time of its last page>}``; null
+once built (cleared just before the alias moves onto it)."""
+BUILD_STALE_SECONDS = 120.0
+"""A build that copied no page for this long is taken as dead (its process gone)."""
 
 _COUNTER = qe.Bm25(qe.Bm25Config(k=1e9, b=0.0, avg_len=1.0, language="english"))
 """BM25 with no length normalisation and a saturation constant so large that each term's weight is
@@ -53,6 +68,43 @@ def generations(client: QdrantClient, alias: str) -> dict[int, str]:
         if matched := pattern.fullmatch(name):
             found[int(matched.group(1))] = name
     return found
+
+
+def building_mark() -> dict[str, object]:
+    """The metadata that marks a generation as being built, as of now."""
+    return {BUILDING: {"heartbeat": time.time()}}
+
+
+def heartbeat(client: QdrantClient, collection: str) -> float | None:
+    """When the build of ``collection`` last made progress; None when it is not being built (or is
+    gone)."""
+    try:
+        metadata = client.get_collection(collection).config.metadata or {}
+    except Exception:
+        if client.collection_exists(collection):
+            raise
+        return None
+    mark = metadata.get(BUILDING)
+    beat = mark.get("heartbeat") if isinstance(mark, dict) else None
+    return float(beat) if isinstance(beat, int | float) else None
+
+
+def drop_dead_builds(client: QdrantClient, alias: str) -> None:
+    """Drop the generations neither served nor being built (left by builds that died); refuse while
+    another build is making progress. The serving generation is read again for each one: another
+    rebuild may have just moved the alias onto the generation it built."""
+    for name in generations(client, alias).values():
+        if name == current(client, alias):
+            continue
+        beat = heartbeat(client, name)
+        if beat is not None and (age := time.time() - beat) < BUILD_STALE_SECONDS:
+            raise RebuildInProgress(
+                f"another rebuild of {alias!r} is building {name} (last progress {age:.0f} s ago): let it "
+                f"finish; a build without progress for {BUILD_STALE_SECONDS:.0f} s is taken as dead "
+                "and dropped by the next rebuild",
+                metadata={"collection": alias, "building": name},
+            )
+        client.delete_collection(name)
 
 
 def point_alias(client: QdrantClient, alias: str, collection: str) -> None:

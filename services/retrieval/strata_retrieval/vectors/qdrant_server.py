@@ -41,7 +41,7 @@ from qdrant_client import models
 
 from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
 from strata_retrieval.embedding.protocol import Vectors
-from strata_retrieval.errors import EmbeddingModelMismatch
+from strata_retrieval.errors import EmbeddingModelMismatch, RebuildInProgress
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors import generations
@@ -151,17 +151,28 @@ class QdrantServerIndex(QdrantCollectionIndex):
             and self._wanted.avg_len in (None, built["avg_len"])
         )
 
-    def _create_generation(self, name: str, params: Bm25Params) -> None:
-        self._client.create_collection(
-            name,
-            vectors_config={
-                VECTOR_NAME: models.VectorParams(
-                    size=self._manifest.embedding_dimension, distance=models.Distance.COSINE
-                )
-            },
-            sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-            metadata=self._pins(params),
-        )
+    def _create_generation(self, name: str, params: Bm25Params, *, building: bool = False) -> None:
+        """Create generation ``name`` (marked as being built if ``building``). Raises
+        :class:`RebuildInProgress` when a collection of that name exists: another build claimed it."""
+        metadata = {**self._pins(params), **(generations.building_mark() if building else {})}
+        try:
+            self._client.create_collection(
+                name,
+                vectors_config={
+                    VECTOR_NAME: models.VectorParams(
+                        size=self._manifest.embedding_dimension, distance=models.Distance.COSINE
+                    )
+                },
+                sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                metadata=metadata,
+            )
+        except Exception as failure:
+            if building and self._client.collection_exists(name):
+                raise RebuildInProgress(
+                    f"another rebuild of {self._collection!r} claimed {name} first: let it finish",
+                    metadata={"collection": self._collection, "building": name},
+                ) from failure
+            raise
         self._create_payload_indexes(name)
 
     @property
@@ -186,27 +197,30 @@ class QdrantServerIndex(QdrantCollectionIndex):
         processes make meanwhile reach only the old generation: run MemoryService's every-tenant
         Reindex after a rebuild beside other replicas. Dense vectors are copied when the model is
         unchanged and embedded again with ``embed`` otherwise. On any failure the new generation is
-        dropped and the alias stays where it was.
+        dropped and the alias stays where it was. One rebuild at a time (:mod:`.generations`): while
+        another is building, or once it moved the alias meanwhile, this one raises
+        :class:`RebuildInProgress` having changed nothing.
         """
         serving = self.generation
         reuse_vectors = self._matches_model(self._metadata(serving))
         avg_len = self._wanted.avg_len or self._mean_length() or DEFAULT_AVG_LEN
         params = replace(self._wanted, avg_len=float(avg_len))
-        numbers = generations.generations(self._client, self._collection)
-        for stale in numbers.values():
-            if stale != serving:  # left by a build that died before dropping it
-                self._client.delete_collection(stale)
+        numbers = generations.generations(self._client, self._collection)  # a dead build's number too:
+        generations.drop_dead_builds(self._client, self._collection)  # never reused, if it wakes up
         building = _Building(
             generations.generation_name(self._collection, max(numbers, default=0) + 1), _bm25(params)
         )
-        self._create_generation(building.collection, params)
+        self._create_generation(building.collection, params, building=True)
         try:
             with self._writes:
                 self._building = building
             for keys in self._key_pages(page_size):
                 with self._writes:
                     self._copy(keys, building, embed, reuse_vectors)
+                self._client.update_collection(building.collection, metadata=generations.building_mark())
             with self._writes:
+                self._check_still_serving(serving, building.collection)
+                self._client.update_collection(building.collection, metadata={generations.BUILDING: None})
                 generations.swap(self._client, self._collection, serving, building.collection)
                 self._building = None
                 self._params, self._bm25 = params, building.bm25
@@ -219,6 +233,18 @@ class QdrantServerIndex(QdrantCollectionIndex):
             self._client.delete_collection(serving)
         log.info("collection %r now served by %s (%s)", self._collection, building.collection, params)
         return building.collection
+
+    def _check_still_serving(self, serving: str, built: str) -> None:
+        """Refuse to swap when another rebuild moved the alias off ``serving`` meanwhile: ``built``
+        was copied (in part) from a generation no longer served, and is dropped."""
+        now = generations.current(self._client, self._collection)
+        if now != serving:
+            raise RebuildInProgress(
+                f"another rebuild moved {self._collection!r} from {serving} to {now} while {built} was "
+                f"built from {serving}: {built} is dropped and {now} keeps serving; run the rebuild "
+                "again if it is still needed",
+                metadata={"collection": self._collection, "building": built},
+            )
 
     def _matches_model(self, found: dict[str, Any]) -> bool:
         return {key: found.get(key) for key in asdict(self._manifest)} == asdict(self._manifest)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n strata/retrieval/v1/errors.proto\x12\x13strata.retrieval.v1*\xe2\x03\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n\x10INVALID_ARGUMENT\x10\x01\x12\r\n\tNOT_FOUND\x10\x02\x12\x12\n\x0e\x41LREADY_EXISTS\x10\x03\x12\x17\n\x13\x46\x41ILED_PRECONDITION\x10\x04\x12\x0b\n\x07\x41\x42ORTED\x10\x05\x12\x16\n\x12RESOURCE_EXHAUSTED\x10\x06\x12\x0f\n\x0bUNAVAILABLE\x10\x07\x12\x15\n\x11PERMISSION_DENIED\x10\x08\x12\x13\n\x0fUNAUTHENTICATED\x10\t\x12\x17\n\x13MISSING_CREDENTIALS\x10\n\x12\x19\n\x15MALFORMED_CREDENTIALS\x10\x0b\x12\x17\n\x13INVALID_CREDENTIALS\x10\x0c\x12\x13\n\x0fWRONG_PRINCIPAL\x10\r\x12\x0e\n\nADMIN_ONLY\x10\x0e\x12\x13\n\x0fTENANT_MISMATCH\x10\x0f\x12\x1c\n\x18TENANT_CONCURRENCY_LIMIT\x10\x10\x12\x0c\n\x08STARTING\x10\x14\x12\x1c\n\x18\x45MBEDDING_MODEL_MISMATCH\x10\x15\x12\x1b\n\x17\x45MBEDDING_MODEL_MISSING\x10\x16\x12\x13\n\x0fINDEX_DISK_FULL\x10\x17\x42\xa5\x01\n\x17\x64\x65v.strata.retrieval.v1B\x0b\x45rrorsProtoP\x01Z1strata.dev/gen/go/strata/retrieval/v1;retrievalv1\xa2\x02\x03SRX\xaa\x02\x13Strata.Retrieval.V1\xca\x02\x13Strata\\Retrieval\\V1\xea\x02\x15Strata::Retrieval::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n strata/retrieval/v1/errors.proto\x12\x13strata.retrieval.v1*\xfb\x03\n\x0b\x45rrorReason\x12\x1c\n\x18\x45RROR_REASON_UNSPECIFIED\x10\x00\x12\x14\n\x10INVALID_ARGUMENT\x10\x01\x12\r\n\tNOT_FOUND\x10\x02\x12\x12\n\x0e\x41LREADY_EXISTS\x10\x03\x12\x17\n\x13\x46\x41ILED_PRECONDITION\x10\x04\x12\x0b\n\x07\x41\x42ORTED\x10\x05\x12\x16\n\x12RESOURCE_EXHAUSTED\x10\x06\x12\x0f\n\x0bUNAVAILABLE\x10\x07\x12\x15\n\x11PERMISSION_DENIED\x10\x08\x12\x13\n\x0fUNAUTHENTICATED\x10\t\x12\x17\n\x13MISSING_CREDENTIALS\x10\n\x12\x19\n\x15MALFORMED_CREDENTIALS\x10\x0b\x12\x17\n\x13INVALID_CREDENTIALS\x10\x0c\x12\x13\n\x0fWRONG_PRINCIPAL\x10\r\x12\x0e\n\nADMIN_ONLY\x10\x0e\x12\x13\n\x0fTENANT_MISMATCH\x10\x0f\x12\x1c\n\x18TENANT_CONCURRENCY_LIMIT\x10\x10\x12\x0c\n\x08STARTING\x10\x14\x12\x1c\n\x18\x45MBEDDING_MODEL_MISMATCH\x10\x15\x12\x1b\n\x17\x45MBEDDING_MODEL_MISSING\x10\x16\x12\x13\n\x0fINDEX_DISK_FULL\x10\x17\x12\x17\n\x13REBUILD_IN_PROGRESS\x10\x18\x42\xa5\x01\n\x17\x64\x65v.strata.retrieval.v1B\x0b\x45rrorsProtoP\x01Z1strata.dev/gen/go/strata/retrieval/v1;retrievalv1\xa2\x02\x03SRX\xaa\x02\x13Strata.Retrieval.V1\xca\x02\x13Strata\\Retrieval\\V1\xea\x02\x15Strata::Retrieval::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,5 +33,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\027dev.strata.retrieval.v1B\013ErrorsProtoP\001Z1strata.dev/gen/go/strata/retrieval/v1;retrievalv1\242\002\003SRX\252\002\023Strata.Retrieval.V1\312\002\023Strata\\Retrieval\\V1\352\002\025Strata::Retrieval::V1'
   _globals['_ERRORREASON']._serialized_start=58
-  _globals['_ERRORREASON']._serialized_end=540
+  _globals['_ERRORREASON']._serialized_end=565
 # @@protoc_insertion_point(module_scope)

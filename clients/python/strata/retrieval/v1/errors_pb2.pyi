@@ -115,6 +115,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     Nothing was written; searches keep working; retry once space is freed.
     Status: RESOURCE_EXHAUSTED. Metadata: free_bytes, needed_bytes, path (the reserve check); or engine.
     """
+    REBUILD_IN_PROGRESS: _ErrorReason.ValueType  # 24
+    """Another whole-index rebuild of the Qdrant collection is building a generation, or moved the alias
+    while this one built: one rebuild at a time per collection. Nothing was changed; a replica that
+    met it at start-up answers every call with it until restarted once that rebuild is done.
+    Status: FAILED_PRECONDITION. Metadata: collection, building.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -207,5 +213,11 @@ INDEX_DISK_FULL: ErrorReason.ValueType  # 23
 (STRATA_RETRIEVAL_MIN_FREE_DISK_BYTES) plus what the write adds, or an engine reported a full disk.
 Nothing was written; searches keep working; retry once space is freed.
 Status: RESOURCE_EXHAUSTED. Metadata: free_bytes, needed_bytes, path (the reserve check); or engine.
+"""
+REBUILD_IN_PROGRESS: ErrorReason.ValueType  # 24
+"""Another whole-index rebuild of the Qdrant collection is building a generation, or moved the alias
+while this one built: one rebuild at a time per collection. Nothing was changed; a replica that
+met it at start-up answers every call with it until restarted once that rebuild is done.
+Status: FAILED_PRECONDITION. Metadata: collection, building.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

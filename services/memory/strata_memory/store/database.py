@@ -135,19 +135,31 @@ class Database:
         """Run ``work`` in a write transaction on the pool; it is committed before this returns.
 
         ``work`` may run more than once (see the module's docstring): it must act on the database only.
+        If the caller is cancelled (its call's deadline passed, its client cancelled) before the
+        transaction commits, it is rolled back: a call that failed while its write waited for the store
+        (SQLite's lock, a PostgreSQL row lock) does not commit it afterwards, when a retry would
+        repeat it. Only a cancellation in the instant of the commit itself can still miss it.
         """
-        return await self._run(self._in_writing, work)
+        given_up = threading.Event()
+        try:
+            return await self._run(functools.partial(self._in_writing, given_up=given_up), work)
+        except asyncio.CancelledError:
+            given_up.set()
+            raise
 
     def _in_reading(self, work: Callable[[Connection], T]) -> T:
         with self.reading() as connection:
             return work(connection)
 
-    def _in_writing(self, work: Callable[[Connection], T]) -> T:
+    def _in_writing(self, work: Callable[[Connection], T], *, given_up: threading.Event | None = None) -> T:
         run = 1
         while True:
             try:
                 with self.writing() as connection:
-                    return work(connection)
+                    result = work(connection)
+                    if given_up is not None and given_up.is_set():
+                        raise WriteGivenUp  # rolls the transaction back
+                    return result
             except DBAPIError as failure:
                 if not _worth_rerunning(failure, run):
                     raise
@@ -160,7 +172,7 @@ class Database:
         self, runner: Callable[[Callable[[Connection], T]], T], work: Callable[[Connection], T]
     ) -> T:
         loop = asyncio.get_running_loop()
-        mode = "write" if runner == self._in_writing else "read"
+        mode = "read" if runner == self._in_reading else "write"
         try:
             with tracing.child_span("store.transaction", mode=mode):
                 return await loop.run_in_executor(self._executor, functools.partial(runner, work))
@@ -175,6 +187,10 @@ class Database:
         self._executor.shutdown(wait=True)
         self._reader.dispose()
         self._writer.dispose()
+
+
+class WriteGivenUp(Exception):  # not an error: the caller left before the commit
+    """The caller of a write was cancelled before it committed; the transaction was rolled back."""
 
 
 def _sqlstate(failure: DBAPIError) -> str:

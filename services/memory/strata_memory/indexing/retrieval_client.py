@@ -4,9 +4,11 @@ A call made while serving a client gets what that client's deadline has left (at
 configured timeout) and carries its request id and trace context; background calls (the outbox)
 get the configured timeout.
 
-Transport failures, and RetrievalService's refusal of a write because its disk is full, become
-``RetrievalUnavailable`` (UNAVAILABLE, retried later) with a message a person can act on;
-RetrievalService's other refusals keep their status.
+Transport failures, RetrievalService's refusal of a write because its disk is full, and its refusal
+of every call for its own state (an index built with another embedding model, its model missing, a
+whole-index rebuild in progress elsewhere) become ``RetrievalUnavailable`` (UNAVAILABLE, retried
+later) with a message a person can act on: they say nothing about the documents, so the outbox keeps
+their jobs waiting rather than parking them. RetrievalService's other refusals keep their status.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ _TRANSPORT_FAILURES = {
     grpc.StatusCode.UNKNOWN,
 }
 INDEX_DISK_FULL = "INDEX_DISK_FULL"  # RetrievalService's reason (strata_retrieval.disk.IndexDiskFull)
+_REFUSES_EVERY_CALL = frozenset(
+    {"EMBEDDING_MODEL_MISMATCH", "EMBEDDING_MODEL_MISSING", "REBUILD_IN_PROGRESS"}
+)
+"""RetrievalService's reasons for refusing every call until its operator acts (strata_retrieval.errors)."""
 _AUTH_FAILURES = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
 _CALLER_ERRORS: dict[grpc.StatusCode, type[StrataError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
@@ -168,6 +174,12 @@ class RetrievalClient:
                     f"({failure.details()}); writes are kept and indexed once space is freed.",
                     metadata={"address": self.address, "status": failure.code().name},
                 ) from failure
+            if (reason := _reason(failure)) in _REFUSES_EVERY_CALL:  # its state, not the documents
+                raise RetrievalUnavailable(
+                    f"RetrievalService at {self.address} refuses every call until its operator acts "
+                    f"({reason}: {failure.details()}); writes are kept and indexed once it serves again.",
+                    metadata={"address": self.address, "status": failure.code().name, "refusal": reason},
+                ) from failure
             if failure.code() in _AUTH_FAILURES:  # a configuration fault: keep jobs queued, say why
                 raise RetrievalUnavailable(
                     f"RetrievalService at {self.address} refused MemoryService's credentials "
@@ -184,7 +196,10 @@ class RetrievalClient:
 def _index_disk_full(failure: grpc.aio.AioRpcError) -> bool:
     """RetrievalService refused a write because its disk is full (RESOURCE_EXHAUSTED, reason
     INDEX_DISK_FULL): unlike other refusals this says nothing about the documents."""
-    if failure.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return False
+    return failure.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and _reason(failure) == INDEX_DISK_FULL
+
+
+def _reason(failure: grpc.aio.AioRpcError) -> str:
+    """The ErrorInfo reason RetrievalService gave (empty when it gave none)."""
     info = error_info_from(failure.trailing_metadata())
-    return info is not None and info.reason == INDEX_DISK_FULL
+    return info.reason if info is not None else ""

@@ -138,9 +138,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     Status: NOT_FOUND. Metadata: tool.
     """
     RETRIEVAL_UNAVAILABLE: _ErrorReason.ValueType  # 29
-    """RetrievalService is unreachable, refused MemoryService's credentials, or cannot index because its
-    disk is full (INDEX_DISK_FULL); writes are kept and indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
-    Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered); or tool.
+    """RetrievalService is unreachable, refused MemoryService's credentials, cannot index because its
+    disk is full (INDEX_DISK_FULL), or refuses every call until its operator acts
+    (EMBEDDING_MODEL_MISMATCH, EMBEDDING_MODEL_MISSING, REBUILD_IN_PROGRESS); writes are kept and
+    indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
+    Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered), refusal
+    (its reason, when it refuses every call); or tool.
     """
     CONVERSATION_NOT_FOUND: _ErrorReason.ValueType  # 30
     """The conversation does not exist for the agent.
@@ -343,9 +346,12 @@ UNKNOWN_TOOL: ErrorReason.ValueType  # 28
 Status: NOT_FOUND. Metadata: tool.
 """
 RETRIEVAL_UNAVAILABLE: ErrorReason.ValueType  # 29
-"""RetrievalService is unreachable, refused MemoryService's credentials, or cannot index because its
-disk is full (INDEX_DISK_FULL); writes are kept and indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
-Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered); or tool.
+"""RetrievalService is unreachable, refused MemoryService's credentials, cannot index because its
+disk is full (INDEX_DISK_FULL), or refuses every call until its operator acts
+(EMBEDDING_MODEL_MISMATCH, EMBEDDING_MODEL_MISSING, REBUILD_IN_PROGRESS); writes are kept and
+indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
+Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered), refusal
+(its reason, when it refuses every call); or tool.
 """
 CONVERSATION_NOT_FOUND: ErrorReason.ValueType  # 30
 """The conversation does not exist for the agent.

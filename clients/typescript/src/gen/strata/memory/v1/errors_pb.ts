@@ -241,9 +241,12 @@ export enum ErrorReason {
   UNKNOWN_TOOL = 28,
 
   /**
-   * RetrievalService is unreachable, refused MemoryService's credentials, or cannot index because its
-   * disk is full (INDEX_DISK_FULL); writes are kept and indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
-   * Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered); or tool.
+   * RetrievalService is unreachable, refused MemoryService's credentials, cannot index because its
+   * disk is full (INDEX_DISK_FULL), or refuses every call until its operator acts
+   * (EMBEDDING_MODEL_MISMATCH, EMBEDDING_MODEL_MISSING, REBUILD_IN_PROGRESS); writes are kept and
+   * indexed when it is back. Also a retrieval tool called where no RetrievalService is configured.
+   * Status: UNAVAILABLE. Metadata: address, status (the status RetrievalService answered), refusal
+   * (its reason, when it refuses every call); or tool.
    *
    * @generated from enum value: RETRIEVAL_UNAVAILABLE = 29;
    */

@@ -1,0 +1,87 @@
+"""A RetrievalService that refuses every call for its own state is an outage, not a verdict on the
+documents: the outbox keeps their jobs waiting, parks none, and delivers them once it is fixed.
+
+RetrievalService refuses every call with FAILED_PRECONDITION when its index was built with another
+embedding model (EMBEDDING_MODEL_MISMATCH) or its model files are missing, and a replica that met
+another whole-index rebuild at start-up does so with REBUILD_IN_PROGRESS. Parking jobs for that
+would leave every write made meanwhile unsearchable until an operator retried them by hand.
+Real RetrievalService (refusing, then fixed on the same port) and the real outbox over a SQLite store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import grpc
+
+from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata.retrieval.v1 import retrieval_pb2_grpc
+from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
+from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.store.database import Database
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.main import RetrievalApp
+from strata_retrieval.manifest import MANIFEST_NAME
+from strata_retrieval.settings import RetrievalSettings
+from tests.memory.indexing.test_outbox_retries import jobs, make_due, write
+from tests.memory_process import free_port
+
+POLICY = OutboxPolicy(batch_size=16, max_attempts=2, max_backoff_seconds=0.2)
+
+
+@asynccontextmanager
+async def retrieval(address: str, data_dir: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterator[None]:
+    app = RetrievalApp(
+        RetrievalSettings(address=address, data_dir=data_dir, workers=2, grace_seconds=0.5, log_json=False),
+        embedder=embedder,
+    )
+    await app.start()
+    try:
+        yield
+    finally:
+        await app.stop()
+
+
+async def test_jobs_wait_while_retrieval_refuses_every_call_and_are_delivered_once_it_is_fixed(
+    tmp_path: Path, security_embedder: OnnxSentenceEmbedder
+) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    other_model = tmp_path / "other-model"
+    other_model.mkdir()
+    (other_model / MANIFEST_NAME).write_text(
+        json.dumps({"embedding_model": "bge-small-en", "embedding_dimension": 384})
+    )
+    db = Database(f"sqlite:///{tmp_path}/m.sqlite3")
+    db.migrate()
+    client = RetrievalClient(address)
+    try:
+        [kept] = write(db, "t", ["The harbour ferry leaves at seven"])
+        outbox = OutboxWorker(db, client, policy=POLICY)
+        async with retrieval(address, other_model, security_embedder):
+            for _ in range(POLICY.max_attempts + 1):
+                make_due(db)
+                await outbox.deliver_once()
+        waiting = jobs(db)[kept]
+        assert waiting["parked_us"] is None, waiting["last_error"]
+        assert "EMBEDDING_MODEL_MISMATCH" in str(waiting["last_error"])
+        async with retrieval(address, tmp_path / "fixed", security_embedder):
+            make_due(db)
+            assert await outbox.deliver_once() == 1
+            assert jobs(db) == {}
+            async with grpc.aio.insecure_channel(address) as channel:
+                stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+                found = await stub.Search(
+                    rpb.SearchRequest(
+                        query="ferry",
+                        mode=rpb.SEARCH_MODE_HYBRID,
+                        filter=rpb.DocumentFilter(tenant_id="t"),
+                        top_k=1,
+                    )
+                )
+                assert [hit.document.id for hit in found.hits] == [kept]
+    finally:
+        await client.close()
+        db.close()

@@ -4,7 +4,9 @@ Every edit of an ``on_edit`` agent used to re-render and rewrite each conversati
 the write transaction (601 conversations x a 400k-character block: 2-3 s per edit). The test counts the
 SQL statements one edit sends about prompts and conversations — the same for 1 and for 25
 conversations — and reads every conversation's prompt back: current, not stale, each with its own id.
-No timing is asserted (``bench/edit_cost.py`` measures it).
+An edit rewrites the agent's snapshot row alone while every conversation points at it; one created
+since, or recompiled on its own, is pointed at it by the next edit. No timing is asserted
+(``bench/edit_cost.py`` measures it).
 """
 
 from __future__ import annotations
@@ -68,9 +70,46 @@ async def edit_statements(stub: Stub, agent: pb.Agent, value: str) -> int:
 
 
 async def test_an_edit_sends_as_many_prompt_statements_for_25_conversations_as_for_1(stub: Stub) -> None:
-    one = await agent_with_conversations(stub, 1)
-    many = await agent_with_conversations(stub, 25)
-    assert await edit_statements(stub, one, "v1") == await edit_statements(stub, many, "v1")
+    agents = [await agent_with_conversations(stub, count) for count in (1, 2, 25)]
+    # The first edits after conversations were created point them at the agent's snapshot: the same
+    # statements for 1 as for 24 new conversations.
+    first = [await edit_statements(stub, agent, "v1") for agent in agents]
+    assert first[1] == first[2]
+    # Then each of the two recompiles (UpdateBlock's, the tool's) rewrites the snapshot row alone.
+    assert [await edit_statements(stub, agent, "v2") for agent in agents] == [2, 2, 2]
+
+
+async def _prompt(stub: Stub, agent: pb.Agent, conversation: str) -> pb.SystemPrompt:
+    return await stub.GetSystemPrompt(
+        api.GetSystemPromptRequest(agent_id=agent.id, conversation_id=conversation)
+    )
+
+
+async def test_a_conversation_created_after_an_edit_follows_the_next_one(stub: Stub) -> None:
+    agent = await agent_with_conversations(stub, 1)
+    await edit_statements(stub, agent, "before")
+    await stub.CreateConversation(api.CreateConversationRequest(agent_id=agent.id, conversation_id="later"))
+    # It starts with a prompt of its own (its own text, not the agent's snapshot).
+    assert "before\n+" in (await _prompt(stub, agent, "later")).text
+    await edit_statements(stub, agent, "after")
+    for conversation in ("default", "later"):
+        prompt = await _prompt(stub, agent, conversation)
+        assert "after\n+" in prompt.text
+        assert f"- CONVERSATION_ID: {conversation}\n" in prompt.text
+        assert not prompt.stale
+
+
+async def test_a_conversation_recompiled_on_its_own_follows_the_next_edit(stub: Stub) -> None:
+    agent = await agent_with_conversations(stub, 2)
+    await edit_statements(stub, agent, "before")
+    await stub.RecompileSystemPrompt(
+        api.RecompileSystemPromptRequest(agent_id=agent.id, conversation_id="c0")
+    )
+    await edit_statements(stub, agent, "after")
+    for conversation in ("default", "c0"):
+        prompt = await _prompt(stub, agent, conversation)
+        assert "after\n+" in prompt.text
+        assert not prompt.stale
 
 
 async def test_every_conversation_prompt_is_current_after_an_edit(stub: Stub) -> None:

@@ -90,18 +90,22 @@ class Prompts:
         return _prompt(agent, self._snapshot(conn, agent), conversation_id, self._clock())
 
     def recompile_all(
-        self, conn: Connection, agent: AgentRecord, blocks: Sequence[BlockRecord] | None = None
+        self,
+        conn: Connection,
+        agent: AgentRecord,
+        blocks: Sequence[BlockRecord] | None = None,
+        counts: MemoryCounts | None = None,
     ) -> None:
         """Recompile the prompt of every conversation of the agent, at a cost that does not grow with
         their number.
 
         Memory is read and rendered once and stored once, as a snapshot every conversation's prompt
         row points at (a fixed number of statements); conversations differ only in their metadata
-        line, so each prompt's text is assembled from the snapshot when it is read. ``blocks``, when
-        given, are the agent's blocks in attach order as this transaction last wrote them (they are
-        not read again).
+        line, so each prompt's text is assembled from the snapshot when it is read. ``blocks`` and
+        ``counts``, when given, are the agent's blocks in attach order as this transaction last wrote
+        them and its metadata counts as this transaction read them (they are not read again).
         """
-        snapshot, now = self._snapshot(conn, agent, blocks), self._clock()
+        snapshot, now = self._snapshot(conn, agent, blocks, counts), self._clock()
         stored = PromptSnapshot(
             system=agent.system,
             memory=snapshot.memory,
@@ -121,21 +125,23 @@ class Prompts:
         *,
         read: Iterable[AgentRecord] = (),
         memory: Mapping[str, Sequence[BlockRecord]] | None = None,
+        counts: Mapping[str, MemoryCounts | None] | None = None,
     ) -> bool:
         """Apply each agent's policy after its memory changed; True if any prompt was recompiled.
 
         Each agent is read locked (``for_update``) before its memory is, so writers of one agent's
         prompt take turns and each compiles what the one before committed. ``read`` holds agents the
         caller already read, locked, in this transaction (they are not read again); ``memory`` maps
-        agent ids to their blocks, in attach order, as this transaction left them.
+        agent ids to their blocks, in attach order, as this transaction left them, and ``counts`` to
+        their metadata counts as this transaction read them.
         """
         known = {agent.id: agent for agent in read}
-        blocks = memory or {}
+        blocks, counted = memory or {}, counts or {}
         recompiled = False
         for agent_id in sorted(set(agent_ids)):  # one locking order for every writer
             agent = known.get(agent_id) or agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
             if agent.recompile_policy is RecompilePolicy.ON_EDIT:
-                self.recompile_all(conn, agent, blocks.get(agent_id))
+                self.recompile_all(conn, agent, blocks.get(agent_id), counted.get(agent_id))
                 recompiled = True
         return recompiled
 

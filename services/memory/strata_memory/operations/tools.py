@@ -34,6 +34,7 @@ from strata_memory.operations.external_tools import ExternalTools
 from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
+from strata_memory.store import edit_target as edit_rows
 from strata_memory.store.database import Database
 from strata_memory.store.records import AgentRecord, BlockRecord
 from strata_serving.errors import StrataError
@@ -99,8 +100,9 @@ class ToolRunner:
         return ToolRun(ok=True, text=text, reason="", envelope=envelope, prompt_recompiled=recompiled)
 
     def _apply(self, conn: Connection, call: ToolCall) -> ToolRun:
-        agent = agent_rows.get_agent(conn, call.tenant_id, call.agent_id, for_update=True)
-        memory = {r.block.label: r for r in block_rows.agent_blocks(conn, agent.id)}
+        target = edit_rows.edit_target(conn, call.tenant_id, call.agent_id)
+        agent = target.agent
+        memory = {r.block.label: r for r in target.blocks}
         options = PlanOptions(
             recompile_on_edit=agent.recompile_policy is RecompilePolicy.ON_EDIT,
             result_style=agent.tool_result_style,
@@ -112,16 +114,28 @@ class ToolRunner:
         touched = [
             self._apply_change(conn, agent, memory, c, source=f"tool:{call.name}") for c in outcome.changes
         ]
+        # Other agents holding a touched block are recompiled too (a block only this agent holds is not
+        # looked up again).
         affected = [
             agent.id,
-            *(holder for block_id in touched for holder in block_rows.holders(conn, block_id)),
+            *(
+                h
+                for block_id in touched
+                if target.shared(block_id)
+                for h in block_rows.holders(conn, block_id)
+            ),
         ]
         # The agent's blocks as this call left them, in attach order (a rename moved its block to the
         # end of ``memory``, so then they are read again).
         in_order = not any(isinstance(change, RenameBlock) for change in outcome.changes)
         written = {agent.id: list(memory.values())} if in_order else None
         recompiled = bool(touched) and self._prompts.after_memory_change(
-            conn, call.tenant_id, affected, read=[agent], memory=written
+            conn,
+            call.tenant_id,
+            affected,
+            read=[agent],
+            memory=written,
+            counts={agent.id: target.memory_counts(conn)},
         )
         edited = None if outcome.edited_label is None else memory.get(outcome.edited_label)
         return ToolRun(

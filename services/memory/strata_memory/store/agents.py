@@ -202,21 +202,22 @@ def list_conversations(conn: Connection, agent_id: str, page: Page) -> list[Conv
 
 def _record_with_labels(rows: Sequence[RowMapping]) -> AgentRecord:
     """One agent from its rows of an agent-with-labels query (a NULL label: no block attached)."""
-    return _record(rows[0], tuple(row["block_label"] for row in rows if row["block_label"] is not None))
+    return agent_record(rows[0], tuple(row["block_label"] for row in rows if row["block_label"] is not None))
 
 
-def _record(row: RowMapping, labels: tuple[str, ...]) -> AgentRecord:
+def agent_record(row: RowMapping, labels: tuple[str, ...], *, prefix: str = "") -> AgentRecord:
+    """An agent from a row of its columns, each named ``prefix`` + the column's name."""
     return AgentRecord(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        name=row["name"],
-        system=row["system"],
-        render_mode=RenderMode(row["render_mode"]),
-        recompile_policy=RecompilePolicy(row["recompile_policy"]),
-        timezone=row["timezone"],
-        tool_result_style=ToolResultStyle(row["tool_result_style"]),
-        version=row["version"],
-        created_us=row["created_us"],
-        updated_us=row["updated_us"],
+        id=row[f"{prefix}id"],
+        tenant_id=row[f"{prefix}tenant_id"],
+        name=row[f"{prefix}name"],
+        system=row[f"{prefix}system"],
+        render_mode=RenderMode(row[f"{prefix}render_mode"]),
+        recompile_policy=RecompilePolicy(row[f"{prefix}recompile_policy"]),
+        timezone=row[f"{prefix}timezone"],
+        tool_result_style=ToolResultStyle(row[f"{prefix}tool_result_style"]),
+        version=row[f"{prefix}version"],
+        created_us=row[f"{prefix}created_us"],
+        updated_us=row[f"{prefix}updated_us"],
         block_labels=labels,
     )

@@ -89,7 +89,7 @@ def get_block(conn: Connection, tenant_id: str, block_id: str, *, for_update: bo
     row = conn.execute(query, {"block_id": block_id, "tenant_id": tenant_id}).mappings().first()
     if row is None:
         raise BlockNotFound(block_id)
-    return _record(row)
+    return block_record(row)
 
 
 def block_by_label(
@@ -99,7 +99,7 @@ def block_by_label(
     query = _BLOCK_BY_LABEL_FOR_UPDATE if for_update else _BLOCK_BY_LABEL
     params = {"tenant_id": tenant_id, "agent_id": agent_id, "label": label}
     row = conn.execute(query, params).mappings().first()
-    return None if row is None else _record(row)
+    return None if row is None else block_record(row)
 
 
 def block_id_for_label(conn: Connection, agent_id: str, label: str) -> str | None:
@@ -108,7 +108,7 @@ def block_id_for_label(conn: Connection, agent_id: str, label: str) -> str | Non
 
 def agent_blocks(conn: Connection, agent_id: str) -> list[BlockRecord]:
     """The blocks attached to an agent, in attach order."""
-    return [_record(row) for row in conn.execute(_AGENT_BLOCKS, {"agent_id": agent_id}).mappings()]
+    return [block_record(row) for row in conn.execute(_AGENT_BLOCKS, {"agent_id": agent_id}).mappings()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +126,7 @@ def agent_memory(conn: Connection, tenant_id: str, agent_id: str) -> AgentMemory
     if not rows:
         raise AgentNotFound(agent_id)
     first = rows[0]
-    blocks = [_record(row) for row in rows if row["id"] is not None]
+    blocks = [block_record(row) for row in rows if row["id"] is not None]
     return AgentMemory(RenderMode(first["agent_render_mode"]), int(first["agent_files"]), blocks)
 
 
@@ -138,7 +138,7 @@ def tenant_blocks(conn: Connection, tenant_id: str, page: Page) -> list[BlockRec
         .offset(page.offset)
         .limit(page.size)
     )
-    return [_record(row) for row in conn.execute(query).mappings()]
+    return [block_record(row) for row in conn.execute(query).mappings()]
 
 
 def holders(conn: Connection, block_id: str) -> list[str]:
@@ -283,7 +283,7 @@ def _columns(block: Block) -> dict[str, Any]:
     }
 
 
-def _record(row: RowMapping) -> BlockRecord:
+def block_record(row: RowMapping) -> BlockRecord:
     block = Block(
         label=row["label"],
         value=row["value"],

@@ -34,8 +34,28 @@ _INSERT_PROMPT = insert(_prompts)
 _snapshots = schema.prompt_snapshots
 _SNAPSHOT = select(_snapshots).where(_snapshots.c.id == bindparam("snapshot_id"))
 _INSERT_SNAPSHOT = insert(_snapshots)
-_REWRITE_SNAPSHOT = update(_snapshots).where(_snapshots.c.id == bindparam("snapshot_key"))
 _conversations = schema.conversations
+_REWRITE_SNAPSHOT = update(_snapshots).where(_snapshots.c.id == bindparam("for_agent"))
+# The same, only while every conversation of the agent has a prompt row pointing at the snapshot (whose
+# id is the agent's) already: then that rewrite is all a recompile sends.
+_REWRITE_POINTED_SNAPSHOT = _REWRITE_SNAPSHOT.where(
+    select(func.count())
+    .select_from(
+        _conversations.outerjoin(
+            _prompts,
+            and_(
+                _prompts.c.agent_id == _conversations.c.agent_id,
+                _prompts.c.conversation_id == _conversations.c.id,
+            ),
+        )
+    )
+    .where(
+        _conversations.c.agent_id == bindparam("for_agent"),
+        _prompts.c.snapshot_id.is_distinct_from(bindparam("for_agent")),
+    )
+    .scalar_subquery()
+    == 0
+)
 
 
 def _point_every_conversation(insert_for_dialect: Any) -> Any:
@@ -83,27 +103,25 @@ _DROP_UNUSED = delete(_snapshots).where(
 
 # What <memory_metadata> counts, in one statement: the agent's messages and the passages of every
 # archive attached to it (the tags only when there are passages), and its files (read only when it has
-# some).
+# some). Each is a scalar subquery of the ``agent_id`` parameter, so other statements can carry them.
 _agent_archives = select(schema.archive_agents.c.archive_id).where(
     schema.archive_agents.c.agent_id == bindparam("agent_id")
 )
-_COUNT_COLUMNS = (
-    select(func.count())
+COUNTS = {
+    "messages": select(func.count())
     .select_from(schema.messages)
     .where(schema.messages.c.agent_id == bindparam("agent_id"))
-    .scalar_subquery()
-    .label("messages"),
-    select(func.count())
+    .scalar_subquery(),
+    "passages": select(func.count())
     .select_from(schema.passages)
     .where(schema.passages.c.archive_id.in_(_agent_archives))
-    .scalar_subquery()
-    .label("passages"),
-    select(func.count())
+    .scalar_subquery(),
+    "files": select(func.count())
     .select_from(schema.files)
     .where(schema.files.c.agent_id == bindparam("agent_id"))
-    .scalar_subquery()
-    .label("files"),
-)
+    .scalar_subquery(),
+}
+_COUNT_COLUMNS = tuple(count.label(name) for name, count in COUNTS.items())
 _COUNTS = select(*_COUNT_COLUMNS)
 _TAGS = (
     select(schema.passage_tags.c.tag)
@@ -157,14 +175,14 @@ class MemoryCounts:
 
 def memory_counts(conn: Connection, agent_id: str) -> MemoryCounts:
     """Messages stored for the agent, passages in its archives and their distinct tags (sorted), files."""
-    params = {"agent_id": agent_id}
-    return _counts(conn, params, *conn.execute(_COUNTS, params).one())
+    return counts_with_tags(conn, agent_id, *conn.execute(_COUNTS, {"agent_id": agent_id}).one())
 
 
-def _counts(
-    conn: Connection, params: dict[str, str], messages: int, passages: int, files: int
+def counts_with_tags(
+    conn: Connection, agent_id: str, messages: int, passages: int, files: int
 ) -> MemoryCounts:
-    tags = list(conn.execute(_TAGS, params).scalars()) if passages else []
+    """The counts :data:`COUNTS` read, with the tags of the agent's passages (read only if it has some)."""
+    tags = list(conn.execute(_TAGS, {"agent_id": agent_id}).scalars()) if passages else []
     return MemoryCounts(int(messages), int(passages), tags, int(files))
 
 
@@ -204,7 +222,7 @@ def conversation_prompt(
     row = conn.execute(_CONVERSATION_PROMPT, params).mappings().first()
     if row is None:
         raise ConversationNotFound(agent_id, conversation_id)
-    counts = _counts(conn, params, row["messages"], row["passages"], row["files"])
+    counts = counts_with_tags(conn, agent_id, row["messages"], row["passages"], row["files"])
     if row["prompt_us"] is None:
         return None, counts
     if row["snapshot_id"] is not None:
@@ -243,8 +261,10 @@ def save_prompt(conn: Connection, prompt: PromptRecord) -> None:
 
 
 def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> None:
-    """Make ``snapshot`` the prompt of every conversation of the agent: two statements, whatever the
-    number of conversations (the memory is stored once, in the agent's snapshot row)."""
+    """Make ``snapshot`` the prompt of every conversation of the agent, whatever their number: one
+    statement when the agent's snapshot row is rewritten and every conversation points at it already;
+    otherwise (conversations created since, or given a prompt of their own by a recompile of that
+    conversation alone, or no snapshot row yet) two more, to write the row and point them at it."""
     values = {
         "system": snapshot.system,
         "memory": snapshot.memory,
@@ -254,7 +274,10 @@ def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> 
         "tags": list(snapshot.tags),
         "compiled_us": snapshot.compiled_us,
     }
-    rewritten = conn.execute(_REWRITE_SNAPSHOT, {"snapshot_key": agent_id, **values}).rowcount == 1
+    rewrite = {"for_agent": agent_id, **values}
+    if conn.execute(_REWRITE_POINTED_SNAPSHOT, rewrite).rowcount == 1:
+        return
+    rewritten = conn.execute(_REWRITE_SNAPSHOT, rewrite).rowcount == 1
     if not rewritten:
         conn.execute(_INSERT_SNAPSHOT, {"id": agent_id, "agent_id": agent_id, **values})
     params = {"for_agent": agent_id, "new_id": agent_id, "at_us": snapshot.compiled_us}

@@ -64,6 +64,7 @@ agent_blocks = Table(
     Column("label", Text, nullable=False),
     Column("position", BigInteger, nullable=False),
     UniqueConstraint("agent_id", "label", name="uq_agent_blocks_label"),
+    Index("ix_agent_blocks_block_id", "block_id"),
 )
 
 block_versions = Table(

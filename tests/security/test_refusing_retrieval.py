@@ -1,11 +1,15 @@
-"""A RetrievalService that refuses every call for its own state is an outage, not a verdict on the
-documents: the outbox keeps their jobs waiting, parks none, and delivers them once it is fixed.
+"""A RetrievalService that refuses every call for its own state, or whose index server (Qdrant) is
+down, is an outage, not a verdict on the documents: the outbox keeps their jobs waiting, parks none,
+and delivers them once it is fixed.
 
 RetrievalService refuses every call with FAILED_PRECONDITION when its index was built with another
 embedding model (EMBEDDING_MODEL_MISMATCH) or its model files are missing, and a replica that met
 another whole-index rebuild at start-up does so with REBUILD_IN_PROGRESS. Parking jobs for that
 would leave every write made meanwhile unsearchable until an operator retried them by hand.
-Real RetrievalService (refusing, then fixed on the same port) and the real outbox over a SQLite store.
+The server engine's calls to a Qdrant server that is down or restarting fail in qdrant-client
+(connection refused, a timeout, a 5xx answer); parking on those would do the same.
+Real RetrievalService (refusing, then fixed on the same port) and the real outbox over a SQLite store;
+the Qdrant outage is injected into qdrant-client (local mode stands in for the server).
 """
 
 from __future__ import annotations
@@ -14,8 +18,13 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import grpc
+import httpx
+import pytest
+from qdrant_client import QdrantClient
+from qdrant_client.http.exceptions import ResponseHandlingException
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
@@ -33,9 +42,13 @@ POLICY = OutboxPolicy(batch_size=16, max_attempts=2, max_backoff_seconds=0.2)
 
 
 @asynccontextmanager
-async def retrieval(address: str, data_dir: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterator[None]:
+async def retrieval(
+    address: str, data_dir: Path, embedder: OnnxSentenceEmbedder, **settings: Any
+) -> AsyncIterator[None]:
     app = RetrievalApp(
-        RetrievalSettings(address=address, data_dir=data_dir, workers=2, grace_seconds=0.5, log_json=False),
+        RetrievalSettings(
+            address=address, data_dir=data_dir, workers=2, grace_seconds=0.5, log_json=False, **settings
+        ),
         embedder=embedder,
     )
     await app.start()
@@ -82,6 +95,51 @@ async def test_jobs_wait_while_retrieval_refuses_every_call_and_are_delivered_on
                     )
                 )
                 assert [hit.document.id for hit in found.hits] == [kept]
+    finally:
+        await client.close()
+        db.close()
+
+
+async def found(address: str, query: str) -> list[str]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
+        response = await stub.Search(
+            rpb.SearchRequest(
+                query=query, mode=rpb.SEARCH_MODE_HYBRID, filter=rpb.DocumentFilter(tenant_id="t"), top_k=1
+            )
+        )
+    return [hit.document.id for hit in response.hits]
+
+
+async def test_jobs_wait_while_the_qdrant_server_is_down_and_are_delivered_once_it_is_back(
+    tmp_path: Path, security_embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    db = Database(f"sqlite:///{tmp_path}/m.sqlite3")
+    db.migrate()
+    client = RetrievalClient(address)
+    original = QdrantClient.upsert
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise ResponseHandlingException(httpx.ConnectError("[Errno 111] Connection refused"))
+
+    try:
+        [kept] = write(db, "t", ["The harbour ferry leaves at seven"])
+        outbox = OutboxWorker(db, client, policy=POLICY)
+        server = {"vector_backend": "server", "qdrant_url": ":memory:"}
+        async with retrieval(address, tmp_path / "data", security_embedder, **server):
+            monkeypatch.setattr(QdrantClient, "upsert", down)
+            for _ in range(POLICY.max_attempts + 1):
+                make_due(db)
+                await outbox.deliver_once()
+            waiting = jobs(db)[kept]
+            assert waiting["parked_us"] is None, waiting["last_error"]
+            assert "INDEX_UNAVAILABLE" in str(waiting["last_error"])
+            monkeypatch.setattr(QdrantClient, "upsert", original)  # the server is back
+            make_due(db)
+            assert await outbox.deliver_once() == 1
+            assert jobs(db) == {}
+            assert await found(address, "ferry") == [kept]
     finally:
         await client.close()
         db.close()

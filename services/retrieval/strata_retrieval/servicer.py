@@ -1,7 +1,9 @@
 """The gRPC servicer: parse the request, run the engine in the executor, convert the result.
 
 Until the engine is open every call fails with UNAVAILABLE; if the index on disk belongs to another
-embedding model every call fails with that FAILED_PRECONDITION (reason EMBEDDING_MODEL_MISMATCH).
+embedding model every call fails with that FAILED_PRECONDITION (reason EMBEDDING_MODEL_MISMATCH). A
+call the Qdrant server could not answer (down, restarting, timed out, a server error) fails with
+UNAVAILABLE (reason INDEX_UNAVAILABLE), which MemoryService's outbox waits out instead of parking.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_retrieval import conversions
 from strata_retrieval.engine import RetrievalEngine
+from strata_retrieval.errors import IndexUnavailable
+from strata_retrieval.vectors.qdrant_collection import unreachable
 from strata_serving import tracing
 from strata_serving.errors import InvalidArgument, StrataError, Unavailable
 
@@ -102,9 +106,17 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
 
     async def _run(self, function: Callable[..., _T], *args: Any) -> _T:
         # in_context: the engine's spans are children of this call's span, on the executor's thread too
-        return await asyncio.get_running_loop().run_in_executor(
-            self._executor, tracing.in_context(function), *args
-        )
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._executor, tracing.in_context(function), *args
+            )
+        except Exception as failure:
+            if unreachable(failure):  # an outage of the Qdrant server, not a fault of the request
+                raise IndexUnavailable(
+                    f"the index server cannot be reached or failed ({type(failure).__name__}: {failure}); "
+                    "retry later (writes are idempotent)"
+                ) from failure
+            raise
 
 
 def _is_key(token: str) -> bool:

@@ -163,9 +163,14 @@ class RetrievalClient:
             )
         except grpc.aio.AioRpcError as failure:
             if failure.code() in _TRANSPORT_FAILURES:
+                said = (
+                    f"{failure.code().name}, {reason}: {failure.details()}"
+                    if (reason := _reason(failure))
+                    else ""
+                )
                 raise RetrievalUnavailable(
-                    f"RetrievalService at {self.address} is unavailable ({failure.code().name}): search and "
-                    "indexing will resume when it is back; writes are kept and indexed then.",
+                    f"RetrievalService at {self.address} is unavailable ({said or failure.code().name}): "
+                    "search and indexing will resume when it is back; writes are kept and indexed then.",
                     metadata={"address": self.address, "status": failure.code().name},
                 ) from failure
             if _index_disk_full(failure):  # transient: the outbox keeps the jobs and retries later

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import httpx
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
 from strata_retrieval.embedding.protocol import Vectors
@@ -30,6 +32,14 @@ from strata_retrieval.vectors.payload import (
 )
 
 _SCROLL_PAGE = 1000
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` is qdrant-client failing to reach the server (refused, reset, timed out) or
+    the server answering with a server error or 429: an outage, saying nothing of the request."""
+    if isinstance(error, ResponseHandlingException | httpx.TransportError):
+        return True
+    return isinstance(error, UnexpectedResponse) and (error.status_code or 0) in {429, *range(500, 600)}
 
 
 def _client_condition(condition: Condition) -> models.FieldCondition:

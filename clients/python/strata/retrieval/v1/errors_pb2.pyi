@@ -121,6 +121,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     met it at start-up answers every call with it until restarted once that rebuild is done.
     Status: FAILED_PRECONDITION. Metadata: collection, building.
     """
+    INDEX_UNAVAILABLE: _ErrorReason.ValueType  # 25
+    """The Qdrant server behind the server engine could not be reached, timed out or answered with a
+    server error; retry later (writes are idempotent). MemoryService's outbox keeps its jobs waiting.
+    Status: UNAVAILABLE. Metadata: none.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -219,5 +224,10 @@ REBUILD_IN_PROGRESS: ErrorReason.ValueType  # 24
 while this one built: one rebuild at a time per collection. Nothing was changed; a replica that
 met it at start-up answers every call with it until restarted once that rebuild is done.
 Status: FAILED_PRECONDITION. Metadata: collection, building.
+"""
+INDEX_UNAVAILABLE: ErrorReason.ValueType  # 25
+"""The Qdrant server behind the server engine could not be reached, timed out or answered with a
+server error; retry later (writes are idempotent). MemoryService's outbox keeps its jobs waiting.
+Status: UNAVAILABLE. Metadata: none.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -208,7 +208,7 @@ async def test_upserts_get_at_least_a_minute_and_other_calls_the_configured_time
     finally:
         await client.close()
     remaining = {method: seconds for method, _, seconds in retrieval.stand_in.calls}
-    assert 30 < (remaining["upsert"] or 0) <= 60  # embedding a batch takes time
+    assert 30 < (remaining["upsert"] or 0) <= 60.5  # embedding a batch takes time (60 s; 0.5 s as below)
     for method in ("delete", "search"):
         assert 0 < (remaining[method] or 0) <= 2.5  # 2 s, read on the server with its clock
 

@@ -360,17 +360,18 @@ def test_each_leg_is_traced_with_the_depth_it_searched(
     found = sorted(
         (name, sorted(attributes.items())) for name, attributes in traced if name.startswith("search.")
     )
-    # the text leg runs on a thread beside the vector leg: compared without their order
+    # the text leg runs on a thread beside the vector leg: compared without their order; each leg
+    # reads one past its depth, to see whether a run of equal scores crosses the cut
     assert found == sorted(
         [
-            ("search.vector_leg", [("depth", 3)]),  # candidates(): the legs only
-            ("search.fts_leg", [("depth", 4)]),
-            ("search.vector_leg", [("depth", 3)]),
-            ("search.fts_leg", [("depth", 4)]),
+            ("search.vector_leg", [("depth", 4)]),  # candidates(): the legs only
+            ("search.fts_leg", [("depth", 5)]),
+            ("search.vector_leg", [("depth", 4)]),
+            ("search.fts_leg", [("depth", 5)]),
             ("search.fusion", [("candidates", fused)]),
-            ("search.fts_leg", [("depth", 2)]),  # one leg: top_k candidates
+            ("search.fts_leg", [("depth", 3)]),  # one leg: top_k candidates
             ("search.fusion", [("candidates", 2)]),
-            ("search.vector_leg", [("depth", 1)]),
+            ("search.vector_leg", [("depth", 2)]),
             ("search.fusion", [("candidates", 1)]),
         ]
     )

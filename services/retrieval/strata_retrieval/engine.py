@@ -227,19 +227,28 @@ class RetrievalEngine:
         return self._run_legs(query)
 
     def _run_legs(self, query: SearchQuery) -> dict[str, list[ScoredKey]]:
-        """Each leg's candidates, equal scores in storage key order (:func:`_in_key_order`)."""
-        return {leg: _in_key_order(candidates) for leg, candidates in self._legs(query).items()}
+        """Each leg's candidates to its depth, equal scores in storage key order (:func:`_in_key_order`).
+        A leg is read one past its depth, and further while a run of equal scores reaches past what
+        was read: which of the tied documents make the cut is decided by key, as if the leg had been
+        read whole, not by the order its index happened to store them in."""
+        depths = _depths(query)
+        reads = {leg: depth + 1 for leg, depth in depths.items()}
+        while True:
+            legs = self._legs(query, reads)
+            cut_short = [leg for leg, found in legs.items() if _tie_runs_past(found, depths[leg], reads[leg])]
+            if not cut_short:
+                return {leg: _in_key_order(found)[: depths[leg]] for leg, found in legs.items()}
+            reads.update({leg: 2 * reads[leg] for leg in cut_short})
 
-    def _legs(self, query: SearchQuery) -> dict[str, list[ScoredKey]]:
-        """Each leg's candidates as its index returns them. In hybrid mode the text leg runs on a
-        thread of its own while this one embeds the query and searches the vectors: onnxruntime and
-        Tantivy release the GIL, so BM25 adds no wall time when it finishes first."""
+    def _legs(self, query: SearchQuery, reads: dict[str, int]) -> dict[str, list[ScoredKey]]:
+        """Each leg's best ``reads[leg]`` candidates as its index returns them. In hybrid mode the text
+        leg runs on a thread of its own while this one embeds the query and searches the vectors:
+        onnxruntime and Tantivy release the GIL, so BM25 adds no wall time when it finishes first."""
         if query.mode is SearchMode.FTS:
-            return {FTS: self._fts_leg(query.text, query.filter, query.top_k)}
+            return {FTS: self._fts_leg(query.text, query.filter, reads[FTS])}
         if query.mode is SearchMode.VECTOR:
-            return {VECTOR: self._vector_leg(query.text, query.filter, query.top_k)}
-        depth = default_depth(query.top_k)
-        vector_depth, fts_depth = query.vector_depth or depth, query.fts_depth or depth
+            return {VECTOR: self._vector_leg(query.text, query.filter, reads[VECTOR])}
+        vector_depth, fts_depth = reads[VECTOR], reads[FTS]
         if isinstance(self._vectors, JointSearch):  # both legs in one request to one collection
             with tracing.span("search.joint_legs", depth=max(vector_depth, fts_depth)):
                 embedded = self.embedder.embed_query(query.text)
@@ -352,6 +361,25 @@ class RetrievalEngine:
 
 TIE_TOLERANCE_DIGITS = 9
 """Leg scores equal to this many decimal places rank as ties (float noise, not relevance)."""
+
+
+def _depths(query: SearchQuery) -> dict[str, int]:
+    """How many candidates each leg of ``query`` contributes to fusion."""
+    if query.mode is SearchMode.FTS:
+        return {FTS: query.top_k}
+    if query.mode is SearchMode.VECTOR:
+        return {VECTOR: query.top_k}
+    depth = default_depth(query.top_k)
+    return {VECTOR: query.vector_depth or depth, FTS: query.fts_depth or depth}
+
+
+def _tie_runs_past(found: list[ScoredKey], depth: int, read: int) -> bool:
+    """Whether the scores equal to the one at ``depth`` may go on beyond the ``read`` candidates an
+    index returned (it returned all it was asked for, and the last of them still ties)."""
+    if len(found) < read or len(found) <= depth:
+        return False
+    boundary = round(found[depth - 1].score, TIE_TOLERANCE_DIGITS)
+    return round(found[-1].score, TIE_TOLERANCE_DIGITS) == boundary
 
 
 def _in_key_order(candidates: list[ScoredKey]) -> list[ScoredKey]:

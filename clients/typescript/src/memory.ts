@@ -3,6 +3,7 @@
  * Every method throws a StrataError subclass (errors.ts) on failure; `raw` is the generated client
  * for everything else (each RPC, with protobuf-es message types).
  */
+import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { FieldMaskSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type CallOptions, type Client, createClient, type Transport } from "@connectrpc/connect";
@@ -182,11 +183,15 @@ export class MemoryClient {
     return (await typed(this.raw.renderMemory({ agentId, mode }, call))).text;
   }
 
-  /** Insert passages into the agent's default archive; `waitSearchable` returns once they are searchable. */
+  /**
+   * Insert passages into the agent's default archive; `waitSearchable` returns once they are searchable.
+   * The call carries `requestId` (a new UUID when not given): a retry of it, by a mesh or by you with
+   * the same `requestId`, stores the passages once.
+   */
   async insertArchival(
     agentId: string,
     passages: readonly (string | PassageInit)[],
-    options: { archiveId?: string; waitSearchable?: boolean } = {},
+    options: { archiveId?: string; waitSearchable?: boolean; requestId?: string } = {},
     call?: CallOptions,
   ): Promise<Passage[]> {
     const messages = passages.map((p) => {
@@ -200,7 +205,13 @@ export class MemoryClient {
     });
     const response = await typed(
       this.raw.createPassages(
-        { agentId, archiveId: options.archiveId ?? "", passages: messages, waitSearchable: options.waitSearchable ?? false },
+        {
+          agentId,
+          archiveId: options.archiveId ?? "",
+          passages: messages,
+          waitSearchable: options.waitSearchable ?? false,
+          requestId: options.requestId || randomUUID(),
+        },
         call,
       ),
     );
@@ -226,10 +237,11 @@ export class MemoryClient {
     return response.hits;
   }
 
+  /** Store messages in order; `requestId` as in `insertArchival` (a retry stores them once). */
   async appendMessages(
     agentId: string,
     messages: readonly MessageInit[],
-    options: { conversationId?: string; waitSearchable?: boolean } = {},
+    options: { conversationId?: string; waitSearchable?: boolean; requestId?: string } = {},
     call?: CallOptions,
   ): Promise<Message[]> {
     const response = await typed(
@@ -239,6 +251,7 @@ export class MemoryClient {
           conversationId: options.conversationId ?? "",
           messages: messages.map((m) => create(MessageSchema, { role: m.role, content: m.content, name: m.name ?? "" })),
           waitSearchable: options.waitSearchable ?? false,
+          requestId: options.requestId || randomUUID(),
         },
         call,
       ),

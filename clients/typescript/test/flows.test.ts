@@ -80,6 +80,22 @@ describe("MemoryService through the TypeScript client", () => {
     assert.equal(recalled[0]?.message?.content, "My favourite colour is teal.");
   });
 
+  test("a write repeated with its requestId is stored once; another body under it is REQUEST_ID_REUSED", async () => {
+    const client = strata.client();
+    const agent = await client.createAgent({ name: "retrier" });
+    const requestId = "0b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a";
+    const sent = [{ role: MessageRole.USER, content: "hello once" }];
+    const first = await client.appendMessages(agent.id, sent, { requestId });
+    const again = await client.appendMessages(agent.id, sent, { requestId });
+    assert.deepEqual(again.map((m) => m.id), first.map((m) => m.id));
+    const fresh = await client.appendMessages(agent.id, sent);
+    assert.notEqual(fresh[0]?.id, first[0]?.id);
+    await assert.rejects(
+      client.appendMessages(agent.id, [{ role: MessageRole.USER, content: "another" }], { requestId }),
+      (error: unknown) => error instanceof InvalidArgumentError && error.reason === "REQUEST_ID_REUSED",
+    );
+  });
+
   test("a stale etag is an AbortedError with reason ETAG_MISMATCH and changes nothing", async () => {
     const client = strata.client();
     const agent = await client.createAgent({ name: "etags", blocks: [{ label: "notes", value: "v1" }] });

@@ -83,7 +83,11 @@ class ArchivalHandlers:
     ) -> api.CreatePassagesResponse:
         passages = [conv.passage_from_proto(p) for p in request.passages]
         written = await self._ops.archives.insert(
-            tenant_of(context), agent_id=request.agent_id, archive_id=request.archive_id, passages=passages
+            tenant_of(context),
+            agent_id=request.agent_id,
+            archive_id=request.archive_id,
+            passages=passages,
+            request_id=request.request_id,
         )
         await self._maybe_wait(written, request.wait_searchable, context)
         return api.CreatePassagesResponse(passages=[conv.passage_to_proto(p) for p in written.items])

@@ -31,6 +31,7 @@ from strata_memory.operations.archival import Archives
 from strata_memory.operations.blocks import Blocks
 from strata_memory.operations.external_tools import ExternalTools
 from strata_memory.operations.files import Files
+from strata_memory.operations.idempotency import RequestPruner
 from strata_memory.operations.messages import Messages
 from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.operations.search import LegWeights, Search
@@ -62,6 +63,8 @@ class MemoryServer:
     retrieval: RetrievalClient
     notices: JobNotices
     """Wakes the outbox worker when another replica commits jobs (PostgreSQL LISTEN/NOTIFY)."""
+    pruner: RequestPruner
+    """Deletes the request_id records of idempotent writes after 24 hours."""
 
     @property
     def address(self) -> str:
@@ -72,6 +75,7 @@ class MemoryServer:
         await self.close()
 
     async def close(self) -> None:
+        await self.pruner.stop()
         await self.notices.stop()
         await self.outbox.stop()
         await self.retrieval.close()
@@ -192,8 +196,10 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     outbox.start()
     notices = JobNotices(settings.database_url, outbox.notify)
     notices.start()
+    pruner = RequestPruner(database)
+    pruner.start()
     await server.mark_serving()
-    return MemoryServer(server, database, outbox, retrieval, notices)
+    return MemoryServer(server, database, outbox, retrieval, notices, pruner)
 
 
 def _auth_interceptors(settings: MemorySettings, database: Database) -> list[AuthInterceptor]:

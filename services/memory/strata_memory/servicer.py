@@ -244,7 +244,11 @@ class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServ
         agent_id = conv.required(request.agent_id, "agent_id")
         messages = [conv.message_from_proto(m, i) for i, m in enumerate(request.messages)]
         written = await self._ops.messages.append(
-            tenant_of(context), agent_id, conv.conversation_or_default(request.conversation_id), messages
+            tenant_of(context),
+            agent_id,
+            conv.conversation_or_default(request.conversation_id),
+            messages,
+            request_id=request.request_id,
         )
         await self._maybe_wait(written, request.wait_searchable, context)
         return api.AppendMessagesResponse(messages=[conv.message_to_proto(m) for m in written.items])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,9 @@ def tool_arguments(arguments: Mapping[str, Any] | str) -> str:
     if isinstance(arguments, str):
         return arguments
     return json.dumps(dict(arguments), ensure_ascii=False)
+
+
+def request_id_or_new(request_id: str) -> str:
+    """The caller's request_id, or a new UUID: the id every retry of one write call carries, so the
+    server applies the write once however often gRPC or the mesh sends it (AIP-155)."""
+    return request_id or str(uuid.uuid4())

@@ -11,6 +11,7 @@ from functools import cached_property
 
 from google.protobuf import timestamp_pb2
 
+from strata.client.arguments import request_id_or_new
 from strata.client.async_base import AsyncClientBase
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -69,10 +70,17 @@ class AsyncArchivalMethods(AsyncClientBase):
         agent_id: str = "",
         archive_id: str = "",
         wait_searchable: bool = False,
+        request_id: str = "",
     ) -> api.CreatePassagesResponse:
-        """Insert passages into ``archive_id``, or into the agent's default archive."""
+        """Insert passages into ``archive_id``, or into the agent's default archive.
+
+        ``request_id`` as in ``append_messages``: a new UUID when not given, and retries store once."""
         request = api.CreatePassagesRequest(
-            agent_id=agent_id, archive_id=archive_id, passages=passages, wait_searchable=wait_searchable
+            agent_id=agent_id,
+            archive_id=archive_id,
+            passages=passages,
+            wait_searchable=wait_searchable,
+            request_id=request_id_or_new(request_id),
         )
         return await self._call(self._stub.CreatePassages, request)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from strata.client.arguments import block_ref, field_mask, tool_arguments
+from strata.client.arguments import block_ref, field_mask, request_id_or_new, tool_arguments
 from strata.client.async_archival import AsyncArchivalMethods
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
@@ -232,16 +232,20 @@ class AsyncMemoryClient(AsyncArchivalMethods):
         messages: Iterable[pb.Message],
         conversation_id: str = "",
         wait_searchable: bool = False,
+        request_id: str = "",
     ) -> api.AppendMessagesResponse:
         """Store messages in order (in ``default`` without ``conversation_id``); returns them as stored.
 
         With ``wait_searchable`` the call returns once they are indexed (bounded by its deadline).
+        The call carries ``request_id`` (a new UUID when not given), so the channel retries it on
+        UNAVAILABLE and the server stores the messages once; pass your own to retry it yourself later.
         """
         request = api.AppendMessagesRequest(
             agent_id=agent_id,
             conversation_id=conversation_id,
             messages=messages,
             wait_searchable=wait_searchable,
+            request_id=request_id_or_new(request_id),
         )
         return await self._call(self._stub.AppendMessages, request)
 

@@ -6,7 +6,9 @@ connection a load balancer or NAT silently dropped is noticed instead of hanging
 gRPC retries a call that failed with UNAVAILABLE (a replica draining or restarting) up to 3 more
 times with backoff, only for methods that are safe to repeat: reads (``Get…``, ``List…``,
 ``Search…``, ``Render…``, ``Diff…``, ``Stats``) and RetrievalService's idempotent upserts and deletes.
-A write such as an append is never repeated behind the caller's back.
+The Strata clients' channels also retry ``AppendMessages`` and ``CreatePassages``, which they always
+send with a ``request_id``: the server applies a repeated request_id once (AIP-155). Other writes,
+and these two sent without a request_id (a raw stub), are never repeated behind the caller's back.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ RETRY_POLICY: dict[str, Any] = {
     "retryableStatusCodes": ["UNAVAILABLE"],
 }
 READ_PREFIXES = ("Get", "List", "Search", "Render", "Diff", "Stats")
+IDEMPOTENT_WRITES = ("AppendMessages", "CreatePassages")
+"""MemoryService writes that take a ``request_id``: safe to repeat when one is set."""
 
 
 def read_methods(service: ServiceDescriptor) -> list[tuple[str, str | None]]:
@@ -76,3 +80,9 @@ def strata_retryable() -> list[tuple[str, str | None]]:
     memory = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"]
     retrieval = retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"]
     return [*read_methods(memory), (retrieval.full_name, None)]
+
+
+def client_retryable() -> list[tuple[str, str | None]]:
+    """``strata_retryable`` and the writes the Strata clients send with a request_id."""
+    memory = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
+    return [*strata_retryable(), *((memory, name) for name in IDEMPOTENT_WRITES)]

@@ -13,6 +13,7 @@ from functools import cached_property
 
 from google.protobuf import timestamp_pb2
 
+from strata.client.arguments import request_id_or_new
 from strata.client.sync_base import ClientBase
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -70,10 +71,17 @@ class ArchivalMethods(ClientBase):
         agent_id: str = "",
         archive_id: str = "",
         wait_searchable: bool = False,
+        request_id: str = "",
     ) -> api.CreatePassagesResponse:
-        """Insert passages into ``archive_id``, or into the agent's default archive."""
+        """Insert passages into ``archive_id``, or into the agent's default archive.
+
+        ``request_id`` as in ``append_messages``: a new UUID when not given, and retries store once."""
         request = api.CreatePassagesRequest(
-            agent_id=agent_id, archive_id=archive_id, passages=passages, wait_searchable=wait_searchable
+            agent_id=agent_id,
+            archive_id=archive_id,
+            passages=passages,
+            wait_searchable=wait_searchable,
+            request_id=request_id_or_new(request_id),
         )
         return self._call(self._stub.CreatePassages, request)
 

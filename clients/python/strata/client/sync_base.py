@@ -17,7 +17,7 @@ import grpc
 from google.protobuf.message import Message
 
 from strata.client.arguments import API_KEY_ENV, DEFAULT_TIMEOUT, call_metadata
-from strata.client.channel_policy import channel_options, strata_retryable
+from strata.client.channel_policy import channel_options, client_retryable
 from strata.client.errors import error_from_rpc
 
 RECEIVE_ANY_SIZE = ("grpc.max_receive_message_length", -1)
@@ -59,7 +59,7 @@ class ClientBase:
         if not any(name == RECEIVE_ANY_SIZE[0] for name, _ in options):
             options = [RECEIVE_ANY_SIZE, *options]
         # keepalive, retry of UNAVAILABLE, calls round robin over the replicas the target names
-        options = channel_options(strata_retryable(), options, balance_on_health="")
+        options = channel_options(client_retryable(), options, balance_on_health="")
         if credentials is None:
             self._channel = grpc.insecure_channel(target, options=list(options))
         else:

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from strata_memory.limits import MAX_PASSAGE_CHARS, MAX_PASSAGE_TAGS, MAX_PASSAGES_PER_CALL, MAX_TAG_CHARS
 from strata_memory.operations.agents import new_id
+from strata_memory.operations.idempotency import Once, in_order
 from strata_memory.operations.prompts import Prompts
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import archives as archive_rows
@@ -114,9 +115,17 @@ class Archives:
         return await self._db.write(work)
 
     async def insert(
-        self, tenant_id: str, *, agent_id: str, archive_id: str, passages: Sequence[PassageRecord]
+        self,
+        tenant_id: str,
+        *,
+        agent_id: str,
+        archive_id: str,
+        passages: Sequence[PassageRecord],
+        request_id: str = "",
     ) -> Written[list[PassageRecord]]:
-        """Store passages in ``archive_id``, or in the agent's default archive (created on first use)."""
+        """Store passages in ``archive_id``, or in the agent's default archive (created on first use).
+
+        With a ``request_id``, a repeat of the call returns what the first stored (``idempotency``)."""
         if not passages:
             raise InvalidArgument.field("passages", "must contain at least one passage")
         if len(passages) > MAX_PASSAGES_PER_CALL:
@@ -124,8 +133,12 @@ class Archives:
         if not agent_id and not archive_id:
             raise InvalidArgument.field("agent_id", "name an agent (its default archive) or an archive_id")
         checked = [checked_passage(p, i) for i, p in enumerate(passages)]
+        once = Once.of(tenant_id, "CreatePassages", request_id, agent_id, archive_id, list(passages))
 
         def work(conn: Connection) -> Written[list[PassageRecord]]:
+            if once is not None and (earlier := once.earlier(conn)) is not None:
+                found = in_order(earlier, archive_rows.get_passages(conn, tenant_id, earlier))
+                return Written(found, index_jobs.pending_for(conn, tenant_id, earlier))
             target = archive_id or self._default_archive(conn, tenant_id, agent_id)
             archive = archive_rows.get_archive(conn, tenant_id, target)
             stamp = now_us()
@@ -142,6 +155,8 @@ class Archives:
             archive_rows.insert_passages(conn, stored)
             jobs = index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [p.id for p in stored])
             self._prompts.after_memory_change(conn, tenant_id, archive.agent_ids)
+            if once is not None:
+                once.remember(conn, [p.id for p in stored])
             return Written(stored, jobs)
 
         written = await self._db.write(work)

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 from strata_memory.limits import MAX_MESSAGES_PER_APPEND
 from strata_memory.operations.agents import new_id
 from strata_memory.operations.archival import IndexQueue, Written
+from strata_memory.operations.idempotency import Once, in_order
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import index_jobs
 from strata_memory.store import messages as message_rows
@@ -41,10 +42,19 @@ class Messages:
         self._queue = queue
 
     async def append(
-        self, tenant_id: str, agent_id: str, conversation_id: str, messages: Sequence[MessageRecord]
+        self,
+        tenant_id: str,
+        agent_id: str,
+        conversation_id: str,
+        messages: Sequence[MessageRecord],
+        *,
+        request_id: str = "",
     ) -> Written[list[MessageRecord]]:
-        """Store messages and, in the same transaction, the jobs that index them for recall search."""
+        """Store messages and, in the same transaction, the jobs that index them for recall search.
+
+        With a ``request_id``, a repeat of the call returns what the first stored (``idempotency``)."""
         checked_messages(messages)
+        once = Once.of(tenant_id, "AppendMessages", request_id, agent_id, conversation_id, list(messages))
         stamp = now_us()
         prepared = [
             dataclasses.replace(
@@ -59,9 +69,14 @@ class Messages:
         ]
 
         def work(conn: Connection) -> Written[list[MessageRecord]]:
+            if once is not None and (earlier := once.earlier(conn)) is not None:
+                found = in_order(earlier, message_rows.get_messages(conn, tenant_id, earlier))
+                return Written(found, index_jobs.pending_for(conn, tenant_id, earlier))
             first = agent_rows.reserve_sequences_of(conn, tenant_id, agent_id, len(prepared))
             agent_rows.get_conversation(conn, agent_id, conversation_id)
             stored = message_rows.append(conn, prepared, first=first)
+            if once is not None:
+                once.remember(conn, [m.id for m in stored])
             return Written(
                 stored, index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [m.id for m in stored])
             )

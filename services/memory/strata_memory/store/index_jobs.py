@@ -233,6 +233,14 @@ def pending(conn: Connection, job_ids: Sequence[int] | None = None) -> int:
     return int(conn.execute(query).scalar_one())
 
 
+def pending_for(conn: Connection, tenant_id: str, document_ids: Sequence[str]) -> list[int]:
+    """Ids of the jobs still undelivered for these documents (a retried write waits on them)."""
+    query = select(_jobs.c.id).where(
+        _jobs.c.tenant_id == tenant_id, _jobs.c.document_id.in_(list(document_ids))
+    )
+    return list(conn.execute(query.order_by(_jobs.c.id)).scalars())
+
+
 @dataclass(frozen=True, slots=True)
 class OutboxDepth:
     """The outbox at a glance (for metrics): jobs waiting, parked, and when the oldest was written."""

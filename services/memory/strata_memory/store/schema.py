@@ -222,3 +222,15 @@ api_keys = Table(
     Column("created_us", BigInteger, nullable=False),
     Column("revoked_us", BigInteger, nullable=True),
 )
+
+# Writes sent with a request_id (AIP-155), kept for a day: what each stored, so a retry returns it.
+write_requests = Table(
+    "write_requests",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("method", String(64), primary_key=True),
+    Column("request_id", String(36), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("resource_ids", JSON, nullable=False),
+    Column("created_us", BigInteger, nullable=False, index=True),
+)

@@ -233,6 +233,12 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """An enum field holds a number its enum does not define.
     Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
     """
+    REQUEST_ID_REUSED: _ErrorReason.ValueType  # 51
+    """The request_id was sent before by this tenant (to the same method, within 24 hours) with another
+    request: nothing was changed. A retry must repeat the first request exactly; a new request needs a
+    new request_id.
+    Status: INVALID_ARGUMENT. Metadata: request_id, method; a BadRequest names the field.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -440,5 +446,11 @@ Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
 UNKNOWN_ENUM_VALUE: ErrorReason.ValueType  # 50
 """An enum field holds a number its enum does not define.
 Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+"""
+REQUEST_ID_REUSED: ErrorReason.ValueType  # 51
+"""The request_id was sent before by this tenant (to the same method, within 24 hours) with another
+request: nothing was changed. A retry must repeat the first request exactly; a new request needs a
+new request_id.
+Status: INVALID_ARGUMENT. Metadata: request_id, method; a BadRequest names the field.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

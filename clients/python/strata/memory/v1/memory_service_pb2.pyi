@@ -739,12 +739,22 @@ class AppendMessagesRequest(_message.Message):
     CONVERSATION_ID_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     WAIT_SEARCHABLE_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     conversation_id: _builtins.str
     """Defaults to "default"."""
     wait_searchable: _builtins.bool
     """Return only once the messages are searchable (bounded by the call's deadline). The messages are
     stored either way; on timeout the call fails with DEADLINE_EXCEEDED and indexing continues.
+    """
+    request_id: _builtins.str
+    """Makes the call safe to retry (AIP-155): a UUID in its 36-character text form, chosen by the client
+    and sent again, unchanged, with every retry of the same call. A call repeating a request_id this
+    tenant sent to AppendMessages in the last 24 hours, with the same agent_id, conversation_id and
+    messages, stores nothing and returns the first call's messages (same ids and sequences); with
+    anything else changed it fails with INVALID_ARGUMENT, reason REQUEST_ID_REUSED. wait_searchable may
+    differ between retries. Empty: no deduplication (every call stores its messages). Not to be confused
+    with the x-request-id metadata, which names one attempt in the logs.
     """
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Message]: ...
@@ -755,10 +765,11 @@ class AppendMessagesRequest(_message.Message):
         conversation_id: _builtins.str = ...,
         messages: _abc.Iterable[_resources_pb2.Message] | None = ...,
         wait_searchable: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id", "messages", b"messages", "wait_searchable", b"wait_searchable"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id", "messages", b"messages", "request_id", b"request_id", "wait_searchable", b"wait_searchable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1009,11 +1020,16 @@ class CreatePassagesRequest(_message.Message):
     ARCHIVE_ID_FIELD_NUMBER: _builtins.int
     PASSAGES_FIELD_NUMBER: _builtins.int
     WAIT_SEARCHABLE_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     """The agent whose default archive receives the passages (when archive_id is empty)."""
     archive_id: _builtins.str
     wait_searchable: _builtins.bool
     """As in AppendMessagesRequest."""
+    request_id: _builtins.str
+    """As in AppendMessagesRequest: a retry with the same request_id, agent_id, archive_id and passages
+    stores nothing and returns the first call's passages.
+    """
     @_builtins.property
     def passages(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Passage]:
         """text, tags, metadata and optionally create_time of each passage."""
@@ -1025,10 +1041,11 @@ class CreatePassagesRequest(_message.Message):
         archive_id: _builtins.str = ...,
         passages: _abc.Iterable[_resources_pb2.Passage] | None = ...,
         wait_searchable: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archive_id", b"archive_id", "passages", b"passages", "wait_searchable", b"wait_searchable"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archive_id", b"archive_id", "passages", b"passages", "request_id", b"request_id", "wait_searchable", b"wait_searchable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

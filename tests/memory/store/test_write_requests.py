@@ -1,4 +1,5 @@
-"""The request_id records of idempotent writes: found within the retention, expired and pruned after."""
+"""The request_id records of idempotent writes: found within the retention, expired and pruned after;
+what a request_id costs an append in statements, and that a repeat writes nothing."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from strata_memory.operations.idempotency import RETENTION_US, RequestPruner
+from strata_memory.operations.messages import Messages
 from strata_memory.store import schema, write_requests
 from strata_memory.store.database import Database
-from strata_memory.store.records import now_us
+from strata_memory.store.records import DEFAULT_CONVERSATION, now_us
+from tests.memory.store.test_append_statements import Queue, said, statements_sent
+from tests.memory.store.test_append_statements import db as seeded
+
+__all__ = ["seeded"]
 
 KEY = ("tenant-a", "AppendMessages", "0b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a")
 
@@ -64,3 +70,20 @@ async def test_the_pruner_deletes_only_records_past_the_retention(db: Database) 
     )
     assert await RequestPruner(db).prune() == 1
     assert rows(db) == 1
+
+
+async def test_a_request_id_adds_a_lookup_and_an_insert_and_a_repeat_only_reads(seeded: Database) -> None:
+    messages = Messages(seeded, Queue())
+    request_id = "2b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a"
+    with statements_sent(seeded) as sent:
+        first = await messages.append(
+            "t", "agent-a", DEFAULT_CONVERSATION, said("one"), request_id=request_id
+        )
+    assert sent == ["SELECT", "UPDATE", "SELECT", "INSERT", "INSERT", "INSERT"]  # without: the middle four
+    with statements_sent(seeded) as sent:
+        again = await messages.append(
+            "t", "agent-a", DEFAULT_CONVERSATION, said("one"), request_id=request_id
+        )
+    assert sent == ["SELECT", "SELECT", "SELECT"]  # the record, the messages, their pending index jobs
+    assert again.items == first.items
+    assert again.job_ids == first.job_ids

@@ -81,7 +81,7 @@ class Messages:
                 stored, index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [m.id for m in stored])
             )
 
-        written = await self._db.write(work)
+        written = await self._db.write_together(work)  # concurrent appends share a commit (SQLite)
         self._queue.notify()
         return written
 

@@ -18,6 +18,9 @@ same rows in opposite orders) or a serialisation failure, and a unique violation
 transaction's check and its insert (another replica committed the same label first): re-run, the
 check sees the committed row and raises the same typed error as on SQLite. Reads run at REPEATABLE
 READ, one snapshot per call, as SQLite's read transactions do.
+
+On SQLite, writes sent with ``write_together`` (appends of messages) that queue meanwhile share one
+transaction and one commit, a savepoint each (see ``write_together``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ import functools
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,6 +47,7 @@ from strata_serving import tracing
 from strata_serving.errors import InvalidArgument, ResourceExhausted, StrataError, Unavailable
 
 T = TypeVar("T")
+W = TypeVar("W")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK = 0x5354_5241_5441  # "STRATA": one replica migrates at a time (pg_advisory_xact_lock)
@@ -50,6 +55,17 @@ _RERUN_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadl
 _UNIQUE_VIOLATION = "23505"
 _MAX_RUNS = 8
 log = logging.getLogger("strata.store")
+
+
+@dataclass
+class _Shared:
+    """A write waiting to share a transaction, and what became of it (a result or an error)."""
+
+    work: Callable[[Connection], Any]
+    future: asyncio.Future[Any]
+    given_up: threading.Event = field(default_factory=threading.Event)  # the caller was cancelled
+    result: Any = None
+    error: Exception | None = None
 
 
 class Database:
@@ -66,6 +82,8 @@ class Database:
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-db")
         self._write_lock = threading.RLock()  # SQLite: this process's writers queue here (``writing``)
         self._busy_timeout_s = busy_timeout_ms / 1000
+        self._sharing: list[_Shared] = []  # writes for the next shared transaction (write_together)
+        self._committer: asyncio.Task[None] | None = None
 
     def _engine(self, url: str, *, immediate: bool, busy_timeout_ms: int) -> Engine:
         if self.is_sqlite:
@@ -147,6 +165,100 @@ class Database:
             given_up.set()
             raise
 
+    async def write_together(self, work: Callable[[Connection], T]) -> T:
+        """As :meth:`write`, but on SQLite ``work`` may share its transaction and commit with others.
+
+        Writes that arrive while a shared transaction runs wait for it and then run together, each in
+        a savepoint of one transaction, committed once: a stream of small appends pays one fsync per
+        group instead of one per append. Nothing waits for company: a write that finds no transaction
+        running starts one alone. Each caller is answered after the commit that holds its write. A
+        ``work`` that raises rolls back its own savepoint and gets its error; the others go on. If the
+        store itself fails (a database error inside a write, or the commit), the transaction is rolled
+        back and every write of the group runs again in a transaction of its own, so each gets the
+        answer it would have had alone. A write whose caller is cancelled before the commit is rolled
+        back, as in :meth:`write`. On PostgreSQL this is :meth:`write`.
+        """
+        if not self.is_sqlite:
+            return await self.write(work)
+        shared = _Shared(work, asyncio.get_running_loop().create_future())
+        self._sharing.append(shared)
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_shared())
+        try:
+            result: T = await shared.future
+        except asyncio.CancelledError:
+            shared.given_up.set()
+            raise
+        return result
+
+    async def _commit_shared(self) -> None:
+        """Run the waiting writes together, group after group, until none is waiting."""
+        while self._sharing:
+            group, self._sharing = self._sharing, []
+            try:
+                await self._run(self._in_shared, group)
+            except Exception as failure:  # noqa: BLE001  # nothing committed: each caller gets it
+                for shared in group:
+                    shared.result, shared.error = None, failure
+            except BaseException:  # cancelled: so are the callers, as a cancelled write() would be
+                for shared in (*group, *self._sharing):
+                    shared.future.cancel()
+                raise
+            for shared in group:
+                if shared.future.done():  # the caller went away; its write stands or not, as in write()
+                    continue
+                if shared.error is None:
+                    shared.future.set_result(shared.result)
+                elif isinstance(shared.error, DBAPIError) and (translated := storage_failure(shared.error)):
+                    shared.future.set_exception(translated)
+                else:
+                    shared.future.set_exception(shared.error)
+
+    def _in_shared(self, group: Sequence[_Shared]) -> None:
+        """One transaction, a savepoint per write; on a store failure, each write alone instead, and
+        so too when a caller gave up after its savepoint was released (only then can its write alone be
+        rolled back). Outcomes are recorded only once the transaction they came from has committed."""
+        if len(group) > 1:
+            try:
+                outcomes = self._together(group)
+            except (DBAPIError, WriteGivenUp):
+                log.info("a shared write transaction was rolled back; %d writes run alone", len(group))
+            else:
+                for shared, (result, error) in zip(group, outcomes, strict=True):
+                    shared.result, shared.error = result, error
+                return
+        for shared in group:
+            try:
+                shared.result = self._in_writing(shared.work, given_up=shared.given_up)
+            except Exception as error:  # noqa: BLE001  # raised to its own caller
+                shared.error = error
+
+    def _together(self, group: Sequence[_Shared]) -> list[tuple[Any, Exception | None]]:
+        with self.writing() as connection:
+            outcomes = [self._in_savepoint(connection, shared) for shared in group]
+            kept = [shared for shared, (_, error) in zip(group, outcomes, strict=True) if error is None]
+            if any(shared.given_up.is_set() for shared in kept):
+                raise WriteGivenUp  # rolls the transaction back
+        return outcomes
+
+    @staticmethod
+    def _in_savepoint(connection: Connection, shared: _Shared) -> tuple[Any, Exception | None]:
+        """The write's result, or its error with its changes rolled back (also when its caller gave
+        up); a store failure propagates (the whole transaction is then rolled back, see ``_in_shared``)."""
+        savepoint = connection.begin_nested()
+        try:
+            result = shared.work(connection)
+        except DBAPIError:
+            raise
+        except Exception as error:  # noqa: BLE001  # raised to its own caller
+            savepoint.rollback()
+            return None, error
+        if shared.given_up.is_set():
+            savepoint.rollback()
+            return None, WriteGivenUp()
+        savepoint.commit()
+        return result, None
+
     def _in_reading(self, work: Callable[[Connection], T]) -> T:
         with self.reading() as connection:
             return work(connection)
@@ -168,9 +280,7 @@ class Database:
                 )
                 run += 1
 
-    async def _run(
-        self, runner: Callable[[Callable[[Connection], T]], T], work: Callable[[Connection], T]
-    ) -> T:
+    async def _run(self, runner: Callable[[W], T], work: W) -> T:
         loop = asyncio.get_running_loop()
         mode = "read" if runner == self._in_reading else "write"
         try:

@@ -7,6 +7,7 @@ JSON-ready params, it returns the function that makes each call's request.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from strata.loadtest import Method, RequestFactory, RequestSlot
 from strata.memory.v1 import memory_service_pb2 as api
+from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 
 APPENDS_PER_AGENT = 250  # ~40 characters each: well inside a 20,000-character block
@@ -89,5 +91,25 @@ def upsert_batches(method: Method, params: Mapping[str, Any]) -> RequestFactory:
         return rpb.UpsertDocumentsRequest(
             documents=[corpus_document(texts[i], i, params) for i in range(first, last)]
         )
+
+    return make
+
+
+def append_messages(method: Method, params: Mapping[str, Any]) -> RequestFactory:
+    """One two-message append to the lane's agent per call. ``request_id``: ``none`` (no id), ``new``
+    (a new id each call, as the clients send) or ``repeat`` (one id every call: each call after the
+    first is a retry the server answers from its record)."""
+    agent_id = str(params["agent_id"])
+    mode = str(params["request_id"])
+    repeated = str(uuid.uuid4())
+
+    def make(slot: RequestSlot) -> api.AppendMessagesRequest:
+        request_id = {"none": "", "new": str(uuid.uuid4()), "repeat": repeated}[mode]
+        texts = ("I moved to Lisbon last spring.", "Noted: you live in Lisbon.")
+        if mode != "repeat":
+            texts = (f"{texts[0]} ({slot.worker}.{slot.sequence})", texts[1])
+        roles = (pb.MESSAGE_ROLE_USER, pb.MESSAGE_ROLE_ASSISTANT)
+        messages = [pb.Message(role=role, content=text) for role, text in zip(roles, texts, strict=True)]
+        return api.AppendMessagesRequest(agent_id=agent_id, messages=messages, request_id=request_id)
 
     return make

@@ -3,9 +3,7 @@ what a request_id costs an append in statements, and that a repeat writes nothin
 
 from __future__ import annotations
 
-import pytest
-from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import select
 
 from strata_memory.operations.idempotency import RETENTION_US, RequestPruner
 from strata_memory.operations.messages import Messages
@@ -20,70 +18,73 @@ __all__ = ["seeded"]
 KEY = ("tenant-a", "AppendMessages", "0b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a")
 
 
-def put(
+def claim(
     db: Database, *, key: tuple[str, str, str] = KEY, age_us: int = 0, ids: tuple[str, ...] = ("m1",)
-) -> None:
+) -> write_requests.WriteRequest | None:
+    stamp = now_us()
     with db.writing() as conn:
-        write_requests.record(
-            conn, *key, fingerprint="f" * 64, resource_ids=ids, created_us=now_us() - age_us
+        return write_requests.claim(
+            conn,
+            *key,
+            fingerprint=f"f-{ids[0]}",
+            resource_ids=ids,
+            created_us=stamp - age_us,
+            since_us=stamp - RETENTION_US,
         )
 
 
-def rows(db: Database) -> int:
+def rows(db: Database) -> list[tuple[str, list[str]]]:
     with db.reading() as conn:
-        return int(conn.execute(select(func.count()).select_from(schema.write_requests)).scalar_one())
+        query = select(schema.write_requests.c.request_id, schema.write_requests.c.resource_ids)
+        return [(r, list(i)) for r, i in conn.execute(query.order_by(schema.write_requests.c.created_us))]
 
 
-def test_a_record_is_found_by_its_whole_key_within_the_retention(db: Database) -> None:
-    put(db, ids=("m1", "m2"))
-    since = now_us() - RETENTION_US
-    with db.writing() as conn:
-        found = write_requests.find(conn, *KEY, since_us=since)
-        assert found is not None
-        assert found.resource_ids == ("m1", "m2")
-        assert write_requests.find(conn, "tenant-b", KEY[1], KEY[2], since_us=since) is None
-        assert write_requests.find(conn, KEY[0], "CreatePassages", KEY[2], since_us=since) is None
+def test_the_first_claim_records_the_write_and_a_second_gets_it_back(db: Database) -> None:
+    assert claim(db, ids=("m1", "m2")) is None
+    again = claim(db, ids=("m3",))
+    assert again == write_requests.WriteRequest("f-m1", ("m1", "m2"))
+    assert rows(db) == [(KEY[2], ["m1", "m2"])]
 
 
-def test_a_second_record_of_one_key_is_refused_by_the_store(db: Database) -> None:
-    put(db)
-    with pytest.raises(IntegrityError):
-        put(db)
-    assert rows(db) == 1
+def test_the_key_is_tenant_method_and_request_id(db: Database) -> None:
+    assert claim(db) is None
+    assert claim(db, key=("tenant-b", KEY[1], KEY[2])) is None
+    assert claim(db, key=(KEY[0], "CreatePassages", KEY[2])) is None
+    assert len(rows(db)) == 3
 
 
-def test_an_expired_record_counts_as_absent_and_is_replaced(db: Database) -> None:
-    put(db, age_us=RETENTION_US + 1_000_000)
-    with db.writing() as conn:
-        assert write_requests.find(conn, *KEY, since_us=now_us() - RETENTION_US) is None
-    assert rows(db) == 0
-    put(db, ids=("m9",))
-    assert rows(db) == 1
+def test_an_expired_record_is_taken_over_by_the_next_claim(db: Database) -> None:
+    assert claim(db, age_us=RETENTION_US + 1_000_000) is None
+    assert claim(db, ids=("m9",)) is None
+    assert rows(db) == [(KEY[2], ["m9"])]
+    assert claim(db, ids=("m10",)) == write_requests.WriteRequest("f-m9", ("m9",))
 
 
 async def test_the_pruner_deletes_only_records_past_the_retention(db: Database) -> None:
-    put(db, age_us=RETENTION_US + 1_000_000)
-    put(
-        db,
-        key=("tenant-a", "AppendMessages", "1b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a"),
-        age_us=RETENTION_US // 2,
-    )
+    recent = "1b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a"
+    claim(db, age_us=RETENTION_US + 1_000_000)
+    claim(db, key=(KEY[0], KEY[1], recent), age_us=RETENTION_US // 2)
     assert await RequestPruner(db).prune() == 1
-    assert rows(db) == 1
+    assert rows(db) == [(recent, ["m1"])]
 
 
-async def test_a_request_id_adds_a_lookup_and_an_insert_and_a_repeat_only_reads(seeded: Database) -> None:
+async def test_a_request_id_adds_one_statement_and_a_repeat_writes_nothing(seeded: Database) -> None:
     messages = Messages(seeded, Queue())
     request_id = "2b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a"
     with statements_sent(seeded) as sent:
         first = await messages.append(
             "t", "agent-a", DEFAULT_CONVERSATION, said("one"), request_id=request_id
         )
-    assert sent == ["SELECT", "UPDATE", "SELECT", "INSERT", "INSERT", "INSERT"]  # without: the middle four
+    assert sent == ["INSERT", "UPDATE", "SELECT", "INSERT", "INSERT"]  # the record, then the four without
     with statements_sent(seeded) as sent:
         again = await messages.append(
             "t", "agent-a", DEFAULT_CONVERSATION, said("one"), request_id=request_id
         )
-    assert sent == ["SELECT", "SELECT", "SELECT"]  # the record, the messages, their pending index jobs
+    assert sent == [
+        "INSERT",
+        "SELECT",
+        "SELECT",
+        "SELECT",
+    ]  # no record inserted, it, the messages, their jobs
     assert again.items == first.items
     assert again.job_ids == first.job_ids

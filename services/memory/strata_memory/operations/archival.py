@@ -134,9 +134,10 @@ class Archives:
             raise InvalidArgument.field("agent_id", "name an agent (its default archive) or an archive_id")
         checked = [checked_passage(p, i) for i, p in enumerate(passages)]
         once = Once.of(tenant_id, "CreatePassages", request_id, agent_id, archive_id, list(passages))
+        ids = [new_id("passage") for _ in checked]
 
         def work(conn: Connection) -> Written[list[PassageRecord]]:
-            if once is not None and (earlier := once.earlier(conn)) is not None:
+            if once is not None and (earlier := once.claim(conn, ids)) is not None:
                 found = in_order(earlier, archive_rows.get_passages(conn, tenant_id, earlier))
                 return Written(found, index_jobs.pending_for(conn, tenant_id, earlier))
             target = archive_id or self._default_archive(conn, tenant_id, agent_id)
@@ -145,7 +146,7 @@ class Archives:
             stored = [
                 dataclasses.replace(
                     p,
-                    id=new_id("passage"),
+                    id=ids[i],
                     tenant_id=tenant_id,
                     archive_id=target,
                     created_us=p.created_us or stamp + i,  # one microsecond apart: listing keeps call order
@@ -155,8 +156,6 @@ class Archives:
             archive_rows.insert_passages(conn, stored)
             jobs = index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [p.id for p in stored])
             self._prompts.after_memory_change(conn, tenant_id, archive.agent_ids)
-            if once is not None:
-                once.remember(conn, [p.id for p in stored])
             return Written(stored, jobs)
 
         written = await self._db.write(work)

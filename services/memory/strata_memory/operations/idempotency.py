@@ -7,9 +7,9 @@ gets the first call's result back (the resources as the store holds them now: on
 left out). The same ``request_id`` with another request is refused with INVALID_ARGUMENT, reason
 ``REQUEST_ID_REUSED``, and changes nothing. Which tenant sent it is part of the key, so one tenant's
 ids never meet another's; a request_id is checked (a UUID in its 36-character text form) before any
-store work. The record is written in the write's own transaction (``store/write_requests.py`` tells
-how concurrent duplicates are kept apart), so it survives restarts and is shared by every replica on
-one PostgreSQL database.
+store work. The record is written first in the write's own transaction (``store/write_requests.py``
+tells how concurrent duplicates are kept apart), so it survives restarts and is shared by every
+replica on one PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def fingerprint(*parts: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Once:
-    """One write's request_id: ``earlier`` finds a previous call of it, ``remember`` records this one."""
+    """One write's request_id: ``claim`` records this call, or finds the earlier call that made it."""
 
     tenant_id: str
     method: str
@@ -81,32 +81,31 @@ class Once:
             return None
         return cls(tenant_id, method, checked_request_id(request_id), fingerprint(*request))
 
-    def earlier(self, conn: Connection) -> tuple[str, ...] | None:
-        """The ids the first call with this request_id stored, or None when this is the first."""
-        found = write_requests.find(
-            conn, self.tenant_id, self.method, self.request_id, since_us=now_us() - RETENTION_US
-        )
-        if found is None:
-            return None
-        if found.fingerprint != self.fingerprint:
-            raise RequestIdReused(
-                f"request_id {self.request_id} was sent to {self.method} before with another request; "
-                "a retry must repeat the first request exactly, and a new request needs a new request_id",
-                metadata={"request_id": self.request_id, "method": self.method},
-                field_violations=[("request_id", "was used before by a different request")],
-            )
-        return found.resource_ids
-
-    def remember(self, conn: Connection, resource_ids: Sequence[str]) -> None:
-        write_requests.record(
+    def claim(self, conn: Connection, resource_ids: Sequence[str]) -> tuple[str, ...] | None:
+        """Record this call as the one that stores ``resource_ids`` and return None, or return the ids
+        an earlier call with this request_id stored (raising RequestIdReused if its request differed).
+        Called first in the write's transaction, before anything is stored."""
+        stamp = now_us()
+        earlier = write_requests.claim(
             conn,
             self.tenant_id,
             self.method,
             self.request_id,
             fingerprint=self.fingerprint,
             resource_ids=resource_ids,
-            created_us=now_us(),
+            created_us=stamp,
+            since_us=stamp - RETENTION_US,
         )
+        if earlier is None:
+            return None
+        if earlier.fingerprint != self.fingerprint:
+            raise RequestIdReused(
+                f"request_id {self.request_id} was sent to {self.method} before with another request; "
+                "a retry must repeat the first request exactly, and a new request needs a new request_id",
+                metadata={"request_id": self.request_id, "method": self.method},
+                field_violations=[("request_id", "was used before by a different request")],
+            )
+        return earlier.resource_ids
 
 
 def in_order(ids: Sequence[str], found: Sequence[Any]) -> list[Any]:

@@ -69,14 +69,12 @@ class Messages:
         ]
 
         def work(conn: Connection) -> Written[list[MessageRecord]]:
-            if once is not None and (earlier := once.earlier(conn)) is not None:
+            if once is not None and (earlier := once.claim(conn, [m.id for m in prepared])) is not None:
                 found = in_order(earlier, message_rows.get_messages(conn, tenant_id, earlier))
                 return Written(found, index_jobs.pending_for(conn, tenant_id, earlier))
             first = agent_rows.reserve_sequences_of(conn, tenant_id, agent_id, len(prepared))
             agent_rows.get_conversation(conn, agent_id, conversation_id)
             stored = message_rows.append(conn, prepared, first=first)
-            if once is not None:
-                once.remember(conn, [m.id for m in stored])
             return Written(
                 stored, index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [m.id for m in stored])
             )

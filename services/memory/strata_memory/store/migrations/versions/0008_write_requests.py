@@ -1,8 +1,8 @@
 """Idempotent writes: the writes sent with a request_id and what each stored (AIP-155).
 
 The primary key (tenant, method, request_id) is what keeps two concurrent calls with one request_id
-from both applying: the row is written in the same transaction as the data, so the second insert
-fails and its transaction, re-run, finds the first's row. Rows are pruned after 24 hours.
+from both applying: the row is written in the same transaction as the data, so the second call finds
+the first's row (store/write_requests.py). Rows are pruned after 24 hours.
 
 Revision ID: 0008
 Revises: 0007

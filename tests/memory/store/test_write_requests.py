@@ -3,6 +3,8 @@ what a request_id costs an append in statements, and that a repeat writes nothin
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy import select
 
 from strata_memory.operations.idempotency import RETENTION_US, RequestPruner
@@ -10,6 +12,7 @@ from strata_memory.operations.messages import Messages
 from strata_memory.store import schema, write_requests
 from strata_memory.store.database import Database
 from strata_memory.store.records import DEFAULT_CONVERSATION, now_us
+from tests.memory.store.sent import recorded
 from tests.memory.store.test_append_statements import Queue, said, statements_sent
 from tests.memory.store.test_append_statements import db as seeded
 
@@ -88,3 +91,24 @@ async def test_a_request_id_adds_one_statement_and_a_repeat_writes_nothing(seede
     ]  # no record inserted, it, the messages, their jobs
     assert again.items == first.items
     assert again.job_ids == first.job_ids
+
+
+async def test_duplicates_written_at_once_apply_once(seeded: Database) -> None:
+    """SQLite: the appends share one transaction (a savepoint each) and the later ones find the first's
+    claim in it; PostgreSQL: separate transactions, the later claims wait for the first's commit."""
+    messages = Messages(seeded, Queue())
+    request_id = "3b9f8a1e-4c1d-4f7a-9a5e-2f0c6b1d3e7a"
+    with recorded((seeded._writer,), lambda s: s if s.startswith("SAVEPOINT") else None) as savepoints:
+        written = await asyncio.gather(
+            *(
+                messages.append(
+                    "t", "agent-a", DEFAULT_CONVERSATION, said("one", "two"), request_id=request_id
+                )
+                for _ in range(6)
+            )
+        )
+    assert len(savepoints) == (6 if seeded.is_sqlite else 0)  # SQLite: one shared transaction
+    assert {tuple(w.items) for w in written} == {tuple(written[0].items)}
+    with seeded.reading() as conn:
+        stored = conn.execute(select(schema.messages.c.id).order_by(schema.messages.c.sequence)).scalars()
+        assert list(stored) == [m.id for m in written[0].items]

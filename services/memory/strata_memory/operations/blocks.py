@@ -31,6 +31,14 @@ class BlockLocator:
     agent_id: str = ""
     label: str = ""
 
+    def lock(self, conn: Connection, tenant_id: str) -> BlockRecord:
+        """The block, locked for this transaction after the agents holding it (one lock order for
+        every writer: agents before blocks, see ``store.blocks.lock_holders``)."""
+        block_rows.lock_holders(
+            conn, tenant_id, block_id=self.block_id, agent_id=self.agent_id, label=self.label
+        )
+        return self.find(conn, tenant_id, for_update=True)
+
     def find(self, conn: Connection, tenant_id: str, *, for_update: bool = False) -> BlockRecord:
         if self.block_id:
             return block_rows.get_block(conn, tenant_id, self.block_id, for_update=for_update)
@@ -84,7 +92,7 @@ class Blocks:
         changes = changes_with_lf(changes)
 
         def work(conn: Connection) -> BlockRecord:
-            current = locator.find(conn, tenant_id, for_update=True)
+            current = locator.lock(conn, tenant_id)
             _check_etag(current, etag)
             new = _changed(current.block, changes)
             updated = block_rows.write_block(conn, current, new, source="api:UpdateBlock", actor=actor)
@@ -95,7 +103,7 @@ class Blocks:
 
     async def delete(self, tenant_id: str, locator: BlockLocator, etag: str) -> None:
         def work(conn: Connection) -> None:
-            current = locator.find(conn, tenant_id, for_update=True)
+            current = locator.lock(conn, tenant_id)
             _check_etag(current, etag)
             agents = block_rows.holders(conn, current.block.id)
             block_rows.delete_block(conn, current.block.id)
@@ -120,7 +128,7 @@ class Blocks:
 
         def work(conn: Connection) -> AgentRecord:
             agent = agent_rows.get_agent(conn, tenant_id, agent_id)
-            record = block_rows.get_block(conn, tenant_id, block_id, for_update=True)
+            record = BlockLocator(block_id=block_id).lock(conn, tenant_id)
             _check_etag(record, etag)
             if not block_rows.detach(conn, agent_id, block_id):
                 raise BlockNotFound(
@@ -152,7 +160,7 @@ class Blocks:
         """Write a new version whose content is that of version ``number`` (undo and redo alike)."""
 
         def work(conn: Connection) -> BlockRecord:
-            current = locator.find(conn, tenant_id, for_update=True)
+            current = locator.lock(conn, tenant_id)
             _check_etag(current, etag)
             old = _version(conn, current, number, "version")
             if old.label != current.block.label:

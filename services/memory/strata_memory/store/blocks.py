@@ -36,6 +36,23 @@ _BLOCK_BY_LABEL_FOR_UPDATE = _BLOCK_BY_LABEL.with_for_update(of=_blocks)
 _BLOCK_ID_FOR_LABEL = select(_attached.c.block_id).where(
     _attached.c.agent_id == bindparam("agent_id"), _attached.c.label == bindparam("label")
 )
+_held_by = schema.agent_blocks.alias("held_by")
+
+
+def _lock_agents_holding(block_id: Any) -> Any:
+    return (
+        select(schema.agents.c.id)
+        .where(
+            schema.agents.c.tenant_id == bindparam("tenant_id"),
+            schema.agents.c.id.in_(select(_held_by.c.agent_id).where(_held_by.c.block_id == block_id)),
+        )
+        .order_by(schema.agents.c.id)
+        .with_for_update()
+    )
+
+
+_LOCK_HOLDERS_OF_ID = _lock_agents_holding(bindparam("block_id"))
+_LOCK_HOLDERS_OF_LABEL = _lock_agents_holding(_BLOCK_ID_FOR_LABEL.scalar_subquery())
 _AGENT_BLOCKS = (
     select(_blocks)
     .join(_attached, _attached.c.block_id == _blocks.c.id)
@@ -139,6 +156,22 @@ def tenant_blocks(conn: Connection, tenant_id: str, page: Page) -> list[BlockRec
         .limit(page.size)
     )
     return [block_record(row) for row in conn.execute(query).mappings()]
+
+
+def lock_holders(
+    conn: Connection, tenant_id: str, *, block_id: str = "", agent_id: str = "", label: str = ""
+) -> None:
+    """Lock, in id order, the agents holding a block (by id, or by an agent's label for it) before the
+    block itself is locked (PostgreSQL; SQLite's write transaction holds the whole database). A write
+    of a block recompiles its holders' prompts, locking them: taken after the block, those locks would
+    wait in a cycle with a tool edit, which locks its agent first and then writes the block."""
+    if conn.dialect.name == "sqlite":
+        return
+    if block_id:
+        conn.execute(_LOCK_HOLDERS_OF_ID, {"tenant_id": tenant_id, "block_id": block_id}).all()
+    else:
+        params = {"tenant_id": tenant_id, "agent_id": agent_id, "label": label}
+        conn.execute(_LOCK_HOLDERS_OF_LABEL, params).all()
 
 
 def holders(conn: Connection, block_id: str) -> list[str]:

@@ -6,7 +6,10 @@ The agent is locked for the rest of the transaction, so edits of one agent take 
 write transaction holds the database from ``BEGIN IMMEDIATE`` and the one statement is all. PostgreSQL
 locks the agent's row in a statement of its own first: a statement reads from the snapshot it started
 with, and READ COMMITTED re-reads only the locked row after waiting for it, so blocks read by the
-statement that waited would be those from before the edit it waited for.
+statement that waited would be those from before the edit it waited for. That statement also locks
+every agent sharing a block with it, in id order, before any block is written: the edit recompiles
+those agents' prompts, and the store's writers take agents before blocks, in id order
+(``store.blocks.lock_holders``), so two edits of a shared block never wait for each other in a cycle.
 """
 
 from __future__ import annotations
@@ -49,9 +52,19 @@ _EDIT_TARGET = (
     .where(_agents.c.id == bindparam("agent_id"), _agents.c.tenant_id == bindparam("tenant_id"))
     .order_by(_attached.c.position)
 )
-_LOCK_AGENT = (
+_mine = schema.agent_blocks.alias("mine")
+_LOCK_AGENTS = (  # the agent and every agent sharing a block with it, in id order (see edit_target)
     select(_agents.c.id)
-    .where(_agents.c.id == bindparam("agent_id"), _agents.c.tenant_id == bindparam("tenant_id"))
+    .where(
+        _agents.c.tenant_id == bindparam("tenant_id"),
+        (_agents.c.id == bindparam("agent_id"))
+        | _agents.c.id.in_(
+            select(_holders.c.agent_id)
+            .join(_mine, _mine.c.block_id == _holders.c.block_id)
+            .where(_mine.c.agent_id == bindparam("agent_id"))
+        ),
+    )
+    .order_by(_agents.c.id)
     .with_for_update()
 )
 
@@ -77,7 +90,7 @@ class EditTarget:
 def edit_target(conn: Connection, tenant_id: str, agent_id: str) -> EditTarget:
     """Read and lock the agent a tool call edits; AgentNotFound if the tenant has no such agent."""
     params = {"agent_id": agent_id, "tenant_id": tenant_id}
-    if conn.dialect.name != "sqlite" and conn.execute(_LOCK_AGENT, params).first() is None:
+    if conn.dialect.name != "sqlite" and agent_id not in conn.execute(_LOCK_AGENTS, params).scalars().all():
         raise AgentNotFound(agent_id)
     rows = conn.execute(_EDIT_TARGET, params).mappings().all()
     if not rows:

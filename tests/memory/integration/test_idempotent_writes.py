@@ -97,6 +97,21 @@ async def test_passages_retried_after_the_response_was_lost_are_stored_once(
     await expect_error(lossy_stub.CreatePassages(request), INVALID, "REQUEST_ID_REUSED")
 
 
+async def test_a_retry_after_a_passage_was_deleted_returns_the_ones_left(stub: Stub) -> None:
+    agent = await new_agent(stub)
+    request = api.CreatePassagesRequest(
+        agent_id=agent.id,
+        passages=[pb.Passage(text="first"), pb.Passage(text="second")],
+        request_id=str(uuid.uuid4()),
+    )
+    created = await stub.CreatePassages(request)
+    await stub.DeletePassage(api.DeletePassageRequest(passage_id=created.passages[0].id))
+    retried = await stub.CreatePassages(request)
+    assert [p.id for p in retried.passages] == [created.passages[1].id]
+    listed = await stub.ListPassages(api.ListPassagesRequest(agent_id=agent.id))
+    assert [p.text for p in listed.passages] == ["second"]
+
+
 async def test_the_same_request_id_with_another_request_is_refused_and_changes_nothing(stub: Stub) -> None:
     agent, other = await new_agent(stub), await new_agent(stub)
     request_id = str(uuid.uuid4())

@@ -1,15 +1,15 @@
 """Idempotent writes (AIP-155): a write sent with a request_id is applied once, however often it is sent.
 
 A client whose response was lost after the server committed (a reset connection, a proxy timeout, a
-drained pod) sends the same request again with the same ``request_id``. Within ``RETENTION`` of the
-first call, the same tenant's retry to the same method with the same request stores nothing and
-gets the first call's result back (the resources as the store holds them now: one deleted since is
-left out). The same ``request_id`` with another request is refused with INVALID_ARGUMENT, reason
-``REQUEST_ID_REUSED``, and changes nothing. Which tenant sent it is part of the key, so one tenant's
-ids never meet another's; a request_id is checked (a UUID in its 36-character text form) before any
-store work. The record is written first in the write's own transaction (``store/write_requests.py``
-tells how concurrent duplicates are kept apart), so it survives restarts and is shared by every
-replica on one PostgreSQL database.
+drained pod) sends the same request again with the same ``request_id``. Within ``RETENTION_US`` (24
+hours) of the first call, the same tenant's retry to the same method with the same request stores
+nothing and gets the first call's result back (the resources as the store holds them now: one
+deleted since is left out). The same ``request_id`` with another request is refused with
+INVALID_ARGUMENT, reason ``REQUEST_ID_REUSED``, and changes nothing. Which tenant sent it is part of
+the key, so one tenant's ids never meet another's; a request_id is checked (a UUID in its
+36-character text form) before any store work. The record is written first in the write's own
+transaction (``store/write_requests.py`` tells how concurrent duplicates are kept apart), so it
+survives restarts and is shared by every replica on one PostgreSQL database.
 """
 
 from __future__ import annotations

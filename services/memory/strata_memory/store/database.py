@@ -44,7 +44,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
 from strata_serving import tracing
-from strata_serving.errors import InvalidArgument, ResourceExhausted, StrataError, Unavailable
+from strata_serving.errors import Aborted, InvalidArgument, ResourceExhausted, StrataError, Unavailable
 
 T = TypeVar("T")
 W = TypeVar("W")
@@ -347,6 +347,10 @@ def storage_failure(failure: DBAPIError) -> StrataError | None:
     return None
 
 
+class StoreConflict(Aborted):
+    default_reason = "STORE_CONFLICT"
+
+
 class TextNotStorable(InvalidArgument):
     default_reason = "TEXT_NOT_STORABLE"
 
@@ -355,7 +359,8 @@ def postgres_failure(failure: DBAPIError) -> StrataError | None:
     """PostgreSQL's refusals as Strata's errors: never an INTERNAL for input or a server going away.
 
     Input PostgreSQL cannot hold (a NUL character, which SQLite stores) is INVALID_ARGUMENT until the
-    domain refuses it on both backends; a full disk is RESOURCE_EXHAUSTED; a server that is down,
+    domain refuses it on both backends; a deadlock or serialisation failure that outlasted the re-runs
+    is ABORTED (retry); a full disk is RESOURCE_EXHAUSTED; a server that is down,
     restarting, out of connections or shutting down is UNAVAILABLE (retryable).
     """
     state = _sqlstate(failure)
@@ -363,6 +368,12 @@ def postgres_failure(failure: DBAPIError) -> StrataError | None:
         return TextNotStorable(
             "text contains a NUL character (U+0000), which the PostgreSQL store cannot hold: "
             "the write was not made; remove it and retry"
+        )
+    if state in _RERUN_SQLSTATES:  # still conflicting after every re-run (``_worth_rerunning``)
+        return StoreConflict(
+            f"the memory store kept failing this write for concurrent writes (sqlstate {state}) after "
+            f"{_MAX_RUNS} tries: the write was not made; retry",
+            metadata={"sqlstate": state},
         )
     if state == "53100":
         return StoreFull("the memory store's disk is full: the write was not made; free space and retry")

@@ -207,6 +207,11 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     restarting or out of connections): nothing was changed.
     Status: UNAVAILABLE. Metadata: sqlite_error (SQLite) or sqlstate (PostgreSQL).
     """
+    STORE_CONFLICT: _ErrorReason.ValueType  # 52
+    """PostgreSQL kept failing the write for concurrent writes (deadlock_detected or serialization_failure)
+    after every re-run: nothing was changed; retry the call.
+    Status: ABORTED. Metadata: sqlstate.
+    """
     RETRIEVAL_INVALID_ARGUMENT: _ErrorReason.ValueType  # 45
     """RetrievalService refused the search as a bad request (a tag or query out of its limits).
     Status: INVALID_ARGUMENT. Metadata: none.
@@ -420,6 +425,11 @@ STORE_UNAVAILABLE: ErrorReason.ValueType  # 44
 """The store cannot take writes (read-only, failing disk, lock held too long; PostgreSQL down,
 restarting or out of connections): nothing was changed.
 Status: UNAVAILABLE. Metadata: sqlite_error (SQLite) or sqlstate (PostgreSQL).
+"""
+STORE_CONFLICT: ErrorReason.ValueType  # 52
+"""PostgreSQL kept failing the write for concurrent writes (deadlock_detected or serialization_failure)
+after every re-run: nothing was changed; retry the call.
+Status: ABORTED. Metadata: sqlstate.
 """
 RETRIEVAL_INVALID_ARGUMENT: ErrorReason.ValueType  # 45
 """RetrievalService refused the search as a bad request (a tag or query out of its limits).

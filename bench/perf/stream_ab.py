@@ -4,7 +4,9 @@ MemoryService (RetrievalService and the client are this tree's in both).
     python -m bench.perf.stream_ab --a /tmp/old --b . --rounds 4 --seconds 12 --writers 32
 
 ``--a`` / ``--b`` are source trees (a checkout or ``git archive`` of a commit): MemoryService's child
-process runs with ``PYTHONPATH=<tree>/services/memory`` ahead of the editable install. ``--a-env`` /
+process runs with ``PYTHONPATH=<tree>/services/memory`` ahead of the editable install; with
+``--retrieval-too`` RetrievalService's runs with ``<tree>/services/retrieval`` as well (the shared
+``strata_serving`` and the generated stubs stay this tree's). ``--a-env`` /
 ``--b-env`` add ``STRATA_MEMORY_*`` settings (``KEY=VALUE``, repeatable), so a setting can be A/B'd on
 one tree. Rounds alternate the order (AB, BA, ...); each round is a fresh pair of servers. Reported
 per round and as medians: messages searchable per second, write -> searchable p50 / p99, and the CPU
@@ -34,10 +36,13 @@ def settings(pairs: list[str]) -> dict[str, str]:
     return dict(pair.split("=", 1) for pair in pairs)
 
 
-def one_round(tree: Path, env: dict[str, str], seconds: float, writers: int) -> dict[str, Any]:
+def one_round(
+    tree: Path, env: dict[str, str], seconds: float, writers: int, *, retrieval_too: bool = False
+) -> dict[str, Any]:
     convs = conversations(writers * 700)[:writers]
     memory_env = {"PYTHONPATH": str(tree.resolve() / "services" / "memory"), **env}
-    servers = Servers(WORK, memory_env)
+    retrieval_env = {"PYTHONPATH": str(tree.resolve() / "services" / "retrieval")} if retrieval_too else None
+    servers = Servers(WORK, memory_env, retrieval_env)
     try:
         client_cpu = time.process_time()
         stream = asyncio.run(run_stream(servers, convs, seconds))
@@ -60,6 +65,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--writers", type=int, default=32)
+    parser.add_argument(
+        "--retrieval-too", action="store_true", help="run each tree's RetrievalService too, not this tree's"
+    )
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     variants = {"A": (args.a, settings(args.a_env)), "B": (args.b, settings(args.b_env))}
@@ -70,7 +78,7 @@ def main() -> None:
         row: dict[str, Any] = {"load": os.getloadavg()[0]}
         for name in order:
             tree, env = variants[name]
-            row[name] = one_round(tree, env, args.seconds, args.writers)
+            row[name] = one_round(tree, env, args.seconds, args.writers, retrieval_too=args.retrieval_too)
             result = row[name]
             print(
                 f"round {index + 1} {name}: {result['rate_per_s']} msgs/s, p50 {result['latency_ms']['p50']}"
@@ -106,6 +114,7 @@ def main() -> None:
         "rounds": args.rounds,
         "seconds": args.seconds,
         "writers": args.writers,
+        "retrieval_too": args.retrieval_too,
         "steal_percent": steal_percent(ticks, cpu_ticks()),
         "loads": [round(r["load"], 1) for r in rounds],
     }

@@ -7,13 +7,20 @@ timed out or killed part-way leaves every stored document as searchable as befor
 (or to the end) converges, so it is idempotent. A document RetrievalService refuses is handed to the
 outbox as an upsert job, which retries it and parks it if it keeps failing. Each tenant may run at
 most ``streams_per_tenant`` Reindex streams at once (RESOURCE_EXHAUSTED beyond).
+
+A batch's upsert and the deletion that follows it (of what the store no longer holds: a deletion
+delivered while the upsert was on the wire must not be undone by it) go together: a stream cancelled
+while they run stops after them. RetrievalService applies an upsert whose caller went away all the
+same, so a cancellation in between would leave a document deleted meanwhile indexed for good.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
@@ -30,6 +37,7 @@ from strata_memory.store.database import Database
 from strata_memory.store.records import Page
 from strata_serving.admission import TenantConcurrency
 
+_T = TypeVar("_T")
 ALL_TENANTS = "*"
 """The key an every-tenant Reindex counts against in the per-tenant stream limit."""
 MAX_BATCH_DOCUMENTS = 512
@@ -67,6 +75,7 @@ class Reindexer:
         self._context_legs = context_legs
         self._budget = outbox_batch_bytes(max_request_bytes)
         self.streams = TenantConcurrency(streams_per_tenant, what="Reindex streams")
+        self._finishing: set[asyncio.Task[Any]] = set()  # upserts carried on past a cancelled stream
 
     async def run(self, scope: ReindexScope, *, batch_size: int) -> AsyncIterator[Progress]:
         async with self.streams.slot(scope.tenant_id or ALL_TENANTS):
@@ -92,10 +101,20 @@ class Reindexer:
         batches, oversized = delivery.byte_batches(built.documents, self._budget, MAX_BATCH_DOCUMENTS)
         refused = [*built.refused, *oversized]
         for batch in batches:
-            refused += await delivery.upsert_isolating(self._db, self._retrieval, tenant_id, batch)
+            refused += await self._unless_cancelled(
+                delivery.upsert_isolating(self._db, self._retrieval, tenant_id, batch)
+            )
         if refused:
             retry = [r.document_id for r in refused]
             await self._db.write(lambda conn: index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, retry))
+
+    async def _unless_cancelled(self, work: Coroutine[object, object, _T]) -> _T:
+        """``work``, carried to its end even if this stream is cancelled meanwhile (the stream then
+        stops as soon as it is done)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._finishing.add(task)
+        task.add_done_callback(self._finishing.discard)
+        return await asyncio.shield(task)
 
     async def _drop_vanished(self, tenant_id: str, scope: ReindexScope) -> None:
         """Delete from the index the scope's documents that the store no longer holds."""

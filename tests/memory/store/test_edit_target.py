@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import insert
 
 from strata_memory.domain.errors import AgentNotFound
 from strata_memory.domain.model import Block, RecompilePolicy
@@ -18,9 +17,10 @@ from strata_memory.operations.prompts import Prompts
 from strata_memory.operations.tools import ToolCall, ToolRunner
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
-from strata_memory.store import schema
+from strata_memory.store import messages as message_rows
 from strata_memory.store.database import Database
 from strata_memory.store.edit_target import edit_target
+from strata_memory.store.records import MessageRecord
 from tests.memory.store.sent import first_keyword, recorded
 from tests.memory.store.test_statements import _agent
 
@@ -38,21 +38,10 @@ def db(store_url: str) -> Iterator[Database]:
             stored = block_rows.insert_block(conn, "t", block, source="test", actor="test")
             for holder in holders:
                 block_rows.attach(conn, holder, stored.block)
-        conn.execute(
-            insert(schema.messages).values(
-                id="m1",
-                tenant_id="t",
-                agent_id="agent-1",
-                conversation_id="default",
-                role="user",
-                content="hi",
-                name="",
-                tool_calls=[],
-                tool_call_id="",
-                sequence=1,
-                created_us=0,
-            )
+        message = MessageRecord(
+            id="m1", tenant_id="t", agent_id="agent-1", conversation_id="default", role="user", content="hi"
         )
+        message_rows.append(conn, [message])
     yield database
     database.close()
 

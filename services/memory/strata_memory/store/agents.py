@@ -62,7 +62,10 @@ _NEXT_SEQUENCE = select(_agents.c.next_sequence).where(_agents.c.id == bindparam
 _SET_NEXT_SEQUENCE = (
     update(_agents)
     .where(_agents.c.id == bindparam("agent_id"))
-    .values(next_sequence=bindparam("next_sequence"))
+    .values(
+        next_sequence=bindparam("next_sequence"),
+        message_count=_agents.c.message_count + bindparam("reserved", type_=BigInteger),
+    )
 )
 
 
@@ -81,6 +84,7 @@ def insert_agent(conn: Connection, agent: AgentRecord) -> AgentRecord:
             tool_result_style=agent.tool_result_style.value,
             version=1,
             next_sequence=1,
+            message_count=0,
             created_us=stamp,
             updated_us=stamp,
         )
@@ -146,16 +150,20 @@ def delete_agent(conn: Connection, agent: AgentRecord) -> None:
 _RESERVE_SEQUENCES = (
     update(_agents)
     .where(_agents.c.id == bindparam("agent"), _agents.c.tenant_id == bindparam("tenant"))
-    .values(next_sequence=_agents.c.next_sequence + bindparam("reserved", type_=BigInteger))
+    .values(
+        next_sequence=_agents.c.next_sequence + bindparam("reserved", type_=BigInteger),
+        message_count=_agents.c.message_count + bindparam("reserved", type_=BigInteger),
+    )
     .returning(_agents.c.next_sequence)
 )
 
 
 def reserve_sequences_of(conn: Connection, tenant_id: str, agent_id: str, count: int) -> int:
-    """Claim ``count`` consecutive message sequence numbers of the tenant's agent in one statement;
-    returns the first. The UPDATE locks the agent's row (PostgreSQL), so appends to one agent are
-    serialised as ``get_agent(for_update=True)`` did. Raises AgentNotFound when the tenant has no
-    such agent."""
+    """Claim ``count`` consecutive message sequence numbers of the tenant's agent in one statement,
+    counting the messages they number in the agent's ``message_count`` (the caller inserts them in the
+    same transaction); returns the first. The UPDATE locks the agent's row (PostgreSQL), so appends to
+    one agent are serialised as ``get_agent(for_update=True)`` did, and two replicas' appends both
+    count. Raises AgentNotFound when the tenant has no such agent."""
     params = {"agent": agent_id, "tenant": tenant_id, "reserved": count}
     after = conn.execute(_RESERVE_SEQUENCES, params).scalar_one_or_none()
     if after is None:
@@ -164,9 +172,11 @@ def reserve_sequences_of(conn: Connection, tenant_id: str, agent_id: str, count:
 
 
 def reserve_sequences(conn: Connection, agent_id: str, count: int) -> int:
-    """Claim ``count`` consecutive message sequence numbers; returns the first."""
+    """Claim ``count`` consecutive message sequence numbers, counted as ``reserve_sequences_of`` does;
+    returns the first."""
     first = conn.execute(_NEXT_SEQUENCE, {"agent_id": agent_id}).scalar_one()
-    conn.execute(_SET_NEXT_SEQUENCE, {"agent_id": agent_id, "next_sequence": first + count})
+    params = {"agent_id": agent_id, "next_sequence": first + count, "reserved": count}
+    conn.execute(_SET_NEXT_SEQUENCE, params)
     return int(first)
 
 

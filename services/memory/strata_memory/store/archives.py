@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, delete, func, insert, select
+from sqlalchemy import BigInteger, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.store import schema
@@ -15,6 +16,11 @@ _AGENT_ARCHIVE_IDS = (
     select(schema.archive_agents.c.archive_id)
     .where(schema.archive_agents.c.agent_id == bindparam("agent_id"))
     .order_by(schema.archive_agents.c.created_us)
+)
+_COUNT_PASSAGES = (
+    update(schema.archives)
+    .where(schema.archives.c.id == bindparam("archive_id"))
+    .values(passage_count=schema.archives.c.passage_count + bindparam("added", type_=BigInteger))
 )
 
 
@@ -41,6 +47,7 @@ def insert_archive(conn: Connection, archive: ArchiveRecord) -> ArchiveRecord:
             name=archive.name,
             description=archive.description,
             created_us=stamp,
+            passage_count=0,
         )
     )
     return get_archive(conn, archive.tenant_id, archive.id)
@@ -111,6 +118,11 @@ def agent_archive_ids(conn: Connection, agent_id: str) -> list[str]:
 
 
 def insert_passages(conn: Connection, passages: Sequence[PassageRecord]) -> None:
+    """Store passages with their tags, counted in their archives' ``passage_count`` (each archive's row
+    is updated first, so writers of one archive take turns on it before touching its passages)."""
+    added = Counter(p.archive_id for p in passages)
+    for archive_id in sorted(added):
+        conn.execute(_COUNT_PASSAGES, {"archive_id": archive_id, "added": added[archive_id]})
     conn.execute(insert(schema.passages), [_passage_columns(p) for p in passages])
     tags = [{"passage_id": p.id, "tag": t, "archive_id": p.archive_id} for p in passages for t in p.tags]
     if tags:
@@ -146,8 +158,10 @@ def list_passages(
 
 
 def delete_passage(conn: Connection, tenant_id: str, passage_id: str) -> None:
-    if not get_passages(conn, tenant_id, [passage_id]):
+    found = get_passages(conn, tenant_id, [passage_id])
+    if not found:
         raise PassageNotFound(passage_id)
+    conn.execute(_COUNT_PASSAGES, {"archive_id": found[0].archive_id, "added": -1})
     conn.execute(delete(schema.passage_tags).where(schema.passage_tags.c.passage_id == passage_id))
     conn.execute(delete(schema.passages).where(schema.passages.c.id == passage_id))
 

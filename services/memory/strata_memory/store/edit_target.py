@@ -41,7 +41,7 @@ _EDIT_TARGET = (
         .scalar_subquery()
         .label("holders"),
         # NULL unless the agent recompiles on edit (neither SQLite nor PostgreSQL runs a CASE branch
-        # it does not take, so an ``explicit`` agent's edit does not count its messages).
+        # it does not take, so an ``explicit`` agent's edit reads no counts).
         *(case((_ON_EDIT, count), else_=None).label(f"count_{name}") for name, count in COUNTS.items()),
     )
     .select_from(

@@ -38,6 +38,8 @@ agents = Table(
     Column("next_sequence", BigInteger, nullable=False),
     Column("created_us", BigInteger, nullable=False),
     Column("updated_us", BigInteger, nullable=False),
+    # How many messages the agent has, kept by the statement that numbers them (<memory_metadata>).
+    Column("message_count", BigInteger, nullable=False, server_default="0"),
 )
 
 blocks = Table(
@@ -160,6 +162,8 @@ archives = Table(
     Column("name", Text, nullable=False),
     Column("description", Text, nullable=False),
     Column("created_us", BigInteger, nullable=False),
+    # How many passages the archive holds, kept in the transactions that add or delete them.
+    Column("passage_count", BigInteger, nullable=False, server_default="0"),
 )
 
 archive_agents = Table(
@@ -169,6 +173,7 @@ archive_agents = Table(
     Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
     Column("is_default", Boolean, nullable=False),
     Column("created_us", BigInteger, nullable=False),
+    Index("ix_archive_agents_agent_id", "agent_id"),
 )
 
 passages = Table(

@@ -12,8 +12,9 @@ refuses an alias named like an existing collection, so its first rebuild deletes
 the alias: the one moment, once, in which the name resolves to nothing.
 
 One rebuild at a time per collection, whichever process runs it: a build claims generation N+1 by
-creating it (Qdrant refuses a second collection of that name) and marks it ``building`` with the time
-of its last page (a heartbeat in its metadata). Another rebuild meanwhile is refused
+creating it (Qdrant refuses a second collection of that name) and marks it ``building`` with a
+heartbeat in its metadata, renewed every ``HEARTBEAT_SECONDS`` while it copies. Another rebuild
+meanwhile is refused
 (``RebuildInProgress``) rather than dropping a generation still being built, or one that another
 rebuild has just made the serving one; a build whose heartbeat is older than ``BUILD_STALE_SECONDS``
 died, and the next rebuild drops it.
@@ -31,10 +32,12 @@ from strata_retrieval.errors import RebuildInProgress
 
 SEPARATOR = "__g"
 BUILDING = "building"
-"""Metadata key of a generation being built: ``{"heartbeat": <Unix time of its last page>}``; null
+"""Metadata key of a generation being built: ``{"heartbeat": <Unix time it was last renewed>}``; null
 once built (cleared just before the alias moves onto it)."""
 BUILD_STALE_SECONDS = 120.0
 """A build that copied no page for this long is taken as dead (its process gone)."""
+HEARTBEAT_SECONDS = 10.0
+"""How often a build renews its heartbeat (at most once per page copied)."""
 
 _COUNTER = qe.Bm25(qe.Bm25Config(k=1e9, b=0.0, avg_len=1.0, language="english"))
 """BM25 with no length normalisation and a saturation constant so large that each term's weight is
@@ -73,6 +76,17 @@ def generations(client: QdrantClient, alias: str) -> dict[int, str]:
 def building_mark() -> dict[str, object]:
     """The metadata that marks a generation as being built, as of now."""
     return {BUILDING: {"heartbeat": time.time()}}
+
+
+def beat(client: QdrantClient, collection: str, last: float) -> float:
+    """Renew the heartbeat of ``collection``'s build if ``HEARTBEAT_SECONDS`` passed since ``last``
+    (a metadata update is a cluster-wide change on the server: not one per page); returns when it
+    was last renewed."""
+    now = time.time()
+    if now - last < HEARTBEAT_SECONDS:
+        return last
+    client.update_collection(collection, metadata={BUILDING: {"heartbeat": now}})
+    return now
 
 
 def heartbeat(client: QdrantClient, collection: str) -> float | None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -214,10 +215,11 @@ class QdrantServerIndex(QdrantCollectionIndex):
         try:
             with self._writes:
                 self._building = building
+            beaten = time.time()  # the mark it was created with
             for keys in self._key_pages(page_size):
                 with self._writes:
                     self._copy(keys, building, embed, reuse_vectors)
-                self._client.update_collection(building.collection, metadata=generations.building_mark())
+                beaten = generations.beat(self._client, building.collection, beaten)
             with self._writes:
                 self._check_still_serving(serving, building.collection)
                 self._client.update_collection(building.collection, metadata={generations.BUILDING: None})

@@ -37,6 +37,20 @@ _ORPHANS = {
     "history entries whose block is gone": """
         SELECT count(*) FROM block_versions v
         WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.id = v.block_id)""",
+    "agents whose message_count is not their messages": """
+        SELECT count(*) FROM agents a
+        WHERE a.message_count != (SELECT count(*) FROM messages m WHERE m.agent_id = a.id)""",
+    "archives whose passage_count is not their passages": """
+        SELECT count(*) FROM archives r
+        WHERE r.passage_count != (SELECT count(*) FROM passages p WHERE p.archive_id = r.id)""",
+    "archive tags whose count is not their passages'": """
+        SELECT
+            (SELECT count(*) FROM (
+                SELECT archive_id, tag, passages FROM archive_tags
+                EXCEPT SELECT archive_id, tag, count(*) FROM passage_tags GROUP BY archive_id, tag))
+          + (SELECT count(*) FROM (
+                SELECT archive_id, tag, count(*) FROM passage_tags GROUP BY archive_id, tag
+                EXCEPT SELECT archive_id, tag, passages FROM archive_tags))""",
     "rows of one tenant attached to another's agent": """
         SELECT count(*) FROM agent_blocks ab
         JOIN blocks b ON b.id = ab.block_id JOIN agents a ON a.id = ab.agent_id

@@ -1,8 +1,8 @@
 """The counts ``<memory_metadata>`` shows stay exact through every change of what they count, through a real
-MemoryService on each backend: appends (a refused one and a retried one count nothing), passages added
-to and deleted from an agent's archives, archives attached, detached and deleted, and appends racing on
-two servers over one store (two replicas). The store keeps the counts beside the rows instead of counting
-the rows at each compile (tests/memory/store/test_memory_counts.py pins that).
+MemoryService on each backend: appends (a refused one and a retried one count nothing), passages added to
+and deleted from an agent's archives (and their tags), archives attached, detached and deleted, and
+appends racing on two servers over one store (two replicas). The store keeps the counts beside the rows
+instead of counting the rows at each compile (tests/memory/store/test_memory_counts.py pins that).
 """
 
 from __future__ import annotations
@@ -24,16 +24,17 @@ from tests.memory.integration.conftest import Stub, expect_error, new_agent, run
 
 _RECALL = re.compile(r"- (\d+) previous messages between you and the user")
 _ARCHIVAL = re.compile(r"- (\d+) total memories you created are stored in archival memory")
+_TAGS = re.compile(r"- Available archival memory tags: (.*)")
 
 
-async def shown(stub: Stub, agent_id: str) -> tuple[int, int]:
-    """The messages and passages the agent's prompt reports after a tool edit recompiled it."""
+async def shown(stub: Stub, agent_id: str) -> tuple[int, int, str]:
+    """The messages, passages and tags the agent's prompt reports after a tool edit recompiled it."""
     run = await run_tool(stub, agent_id, "core_memory_append", json.dumps({"label": "human", "content": "+"}))
     assert run.ok, run.text
     text = (await stub.GetSystemPrompt(api.GetSystemPromptRequest(agent_id=agent_id))).text
-    recall, archival = _RECALL.search(text), _ARCHIVAL.search(text)
+    recall, archival, tags = _RECALL.search(text), _ARCHIVAL.search(text), _TAGS.search(text)
     assert recall is not None, text
-    return int(recall.group(1)), int(archival.group(1)) if archival else 0
+    return int(recall.group(1)), int(archival.group(1)) if archival else 0, tags.group(1) if tags else ""
 
 
 async def stored(stub: Stub, agent_id: str) -> tuple[int, int]:
@@ -54,9 +55,10 @@ async def append(
 
 
 async def add_passages(
-    stub: Stub, count: int, *, agent_id: str = "", archive_id: str = ""
+    stub: Stub, count: int, tag: str, *, agent_id: str = "", archive_id: str = ""
 ) -> list[pb.Passage]:
-    passages = [pb.Passage(text=f"fact {i}", tags=["facts"]) for i in range(count)]
+    """``count`` passages tagged ``tag`` and each with a tag of its own (``tag`` + its index)."""
+    passages = [pb.Passage(text=f"fact {i}", tags=[tag, f"{tag}{i}"]) for i in range(count)]
     request = api.CreatePassagesRequest(agent_id=agent_id, archive_id=archive_id, passages=passages)
     return list((await stub.CreatePassages(request)).passages)
 
@@ -65,10 +67,10 @@ async def test_the_counts_follow_every_change_of_messages_and_passages(stub: Stu
     sam = (await new_agent(stub, pb.Block(label="human", value="Name: Bob"))).id
     ann = (await new_agent(stub, pb.Block(label="human", value="Name: Ann"))).id
 
-    async def both() -> tuple[tuple[int, int], tuple[int, int]]:
-        counts = (await shown(stub, sam), await shown(stub, ann))
-        assert counts == (await stored(stub, sam), await stored(stub, ann))
-        return counts
+    async def both() -> tuple[tuple[int, int, str], tuple[int, int, str]]:
+        sam_shows, ann_shows = await shown(stub, sam), await shown(stub, ann)
+        assert (sam_shows[:2], ann_shows[:2]) == (await stored(stub, sam), await stored(stub, ann))
+        return sam_shows, ann_shows
 
     await append(stub, sam, 3)
     once = str(uuid.uuid4())
@@ -76,28 +78,28 @@ async def test_the_counts_follow_every_change_of_messages_and_passages(stub: Stu
     await append(stub, sam, 2, request_id=once)  # a retry stores nothing
     refused = append(stub, sam, 4, conversation_id="no-such-conversation")
     await expect_error(refused, grpc.StatusCode.NOT_FOUND)
-    assert await both() == ((5, 0), (0, 0))
+    assert await both() == ((5, 0, ""), (0, 0, ""))
 
-    await add_passages(stub, 2, agent_id=sam)  # the default archive, created now
+    await add_passages(stub, 2, "own", agent_id=sam)  # the default archive, created now
     shared = await stub.CreateArchive(
         api.CreateArchiveRequest(archive=pb.Archive(name="shared"), agent_id=ann)
     )
-    kept = await add_passages(stub, 4, archive_id=shared.id)
-    assert await both() == ((5, 2), (0, 4))
+    kept = await add_passages(stub, 3, "s", archive_id=shared.id)
+    assert await both() == ((5, 2, "own, own0, own1"), (0, 3, "s, s0, s1, s2"))
 
     await stub.AttachArchive(api.AttachArchiveRequest(agent_id=sam, archive_id=shared.id))
     await stub.AttachArchive(api.AttachArchiveRequest(agent_id=sam, archive_id=shared.id))  # already attached
-    assert await both() == ((5, 6), (0, 4))
+    assert await both() == ((5, 5, "own, own0, own1, s, s0, s1, s2"), (0, 3, "s, s0, s1, s2"))
 
     await stub.DeletePassage(api.DeletePassageRequest(passage_id=kept[0].id))
-    assert await both() == ((5, 5), (0, 3))
+    assert await both() == ((5, 4, "own, own0, own1, s, s1, s2"), (0, 2, "s, s1, s2"))
 
     await stub.DetachArchive(api.DetachArchiveRequest(agent_id=sam, archive_id=shared.id))
-    assert await both() == ((5, 2), (0, 3))
+    assert await both() == ((5, 2, "own, own0, own1"), (0, 2, "s, s1, s2"))
 
     await stub.AttachArchive(api.AttachArchiveRequest(agent_id=sam, archive_id=shared.id))
     await stub.DeleteArchive(api.DeleteArchiveRequest(archive_id=shared.id))
-    assert await both() == ((5, 2), (0, 0))
+    assert await both() == ((5, 2, "own, own0, own1"), (0, 0, ""))
 
 
 async def test_appends_racing_on_two_servers_over_one_store_are_all_counted(
@@ -115,5 +117,5 @@ async def test_appends_racing_on_two_servers_over_one_store_are_all_counted(
             counted = await shown(replicas[1], sam)
     finally:
         await other.stop(0)
-    assert counted == (sum(1 + i % 3 for i in range(40)), 0)
-    assert counted == await stored(stub, sam)
+    assert counted == (sum(1 + i % 3 for i in range(40)), 0, "")
+    assert counted[:2] == await stored(stub, sam)

@@ -1,7 +1,7 @@
 """What ``<memory_metadata>`` counts is kept beside the rows it counts, on a real store (SQLite and
-PostgreSQL): a tool edit, a prompt read and a recompile send no statement that reads the agent's messages
-or passages, whatever their number (an edit used to count them all: 53-108 ms at 2M messages,
-bench/perf/findings.md), and migration 0009 fills the counters of a store written before them.
+PostgreSQL): a tool edit, a prompt read and a recompile send no statement that reads the agent's messages,
+passages or their tags, whatever their number (an edit used to count them all: 53-108 ms at 2M messages,
+bench/perf/findings.md), and migrations 0009 and 0010 fill the counts of a store written before them.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from strata_memory.store.records import ArchiveRecord, MessageRecord, PassageRec
 from tests.memory.store.sent import recorded
 from tests.memory.store.test_statements import _agent
 
-# A statement that reads the messages or passages tables themselves (passage_tags is another table).
-_READS_ROWS = re.compile(r"\b(FROM|JOIN)\s+(messages|passages)\b", re.IGNORECASE)
+# A statement that reads the rows of messages, passages or their tags.
+_READS_ROWS = re.compile(r"\b(FROM|JOIN)\s+(messages|passages|passage_tags)\b", re.IGNORECASE)
 
 
 def _message(agent_id: str, i: int) -> MessageRecord:
@@ -45,7 +45,11 @@ def _message(agent_id: str, i: int) -> MessageRecord:
 
 def _passage(archive_id: str, i: int) -> PassageRecord:
     return PassageRecord(
-        id=f"{archive_id}-p{i}", tenant_id="t", archive_id=archive_id, text=f"fact {i}", tags=("facts",)
+        id=f"{archive_id}-p{i}",
+        tenant_id="t",
+        archive_id=archive_id,
+        text=f"fact {i}",
+        tags=("facts", f"n{i % 2}"),
     )
 
 
@@ -64,7 +68,7 @@ def db(db: Database) -> Database:
     return db
 
 
-async def test_an_edit_a_prompt_read_and_a_recompile_read_no_message_or_passage(db: Database) -> None:
+async def test_an_edit_a_prompt_read_and_a_recompile_read_no_message_passage_or_tag(db: Database) -> None:
     clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
     prompts = Prompts(db, clock)
     runner = ToolRunner(db, prompts, clock)
@@ -79,7 +83,7 @@ async def test_an_edit_a_prompt_read_and_a_recompile_read_no_message_or_passage(
     for text in (view.prompt.text, recompiled.prompt.text):
         assert "- 5 previous messages between you and the user" in text
         assert "- 3 total memories you created are stored in archival memory" in text
-        assert "- Available archival memory tags: facts" in text
+        assert "- Available archival memory tags: facts, n0, n1" in text
 
 
 def _migrate_to(db: Database, revision: str, *, down: bool = False) -> None:
@@ -92,7 +96,7 @@ def _migrate_to(db: Database, revision: str, *, down: bool = False) -> None:
 
 
 def test_the_migration_counts_what_a_store_held_before_it(db: Database) -> None:
-    _migrate_to(db, "0008", down=True)  # a store written before the counters: rows added without them
+    _migrate_to(db, "0008", down=True)  # a store written before the counts: rows added without them
     with db.writing() as conn:
         conn.execute(
             insert(schema.agents).values(
@@ -118,12 +122,28 @@ def test_the_migration_counts_what_a_store_held_before_it(db: Database) -> None:
         for table, rows in ((schema.messages, 7), (schema.passages, 4)):
             owner = {"agent_id": "agent-2"} if table is schema.messages else {"archive_id": "archive-2"}
             conn.execute(insert(table), [_raw_row(table.name, i) | owner for i in range(rows)])
+        tagged = [
+            {"passage_id": f"raw-p{i}", "tag": tag, "archive_id": "archive-2"}
+            for i in range(3)
+            for tag in ("a", f"b{i}")
+        ]
+        conn.execute(insert(schema.passage_tags), tagged)
     _migrate_to(db, "head")
     with db.reading() as conn:
         agents = dict(conn.execute(select(schema.agents.c.id, schema.agents.c.message_count)).all())
         archives = dict(conn.execute(select(schema.archives.c.id, schema.archives.c.passage_count)).all())
+        tags = sorted(tuple(row) for row in conn.execute(select(schema.archive_tags)))
     assert agents == {"agent-1": 5, "agent-2": 7}
     assert archives == {"archive-1": 3, "archive-2": 4}
+    assert tags == [
+        ("archive-1", "facts", 3),
+        ("archive-1", "n0", 2),
+        ("archive-1", "n1", 1),
+        ("archive-2", "a", 3),
+        ("archive-2", "b0", 1),
+        ("archive-2", "b1", 1),
+        ("archive-2", "b2", 1),
+    ]
 
 
 def _raw_row(table: str, i: int) -> dict[str, object]:

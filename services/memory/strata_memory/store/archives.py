@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import BigInteger, bindparam, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.store import schema
@@ -17,6 +19,20 @@ _AGENT_ARCHIVE_IDS = (
     .where(schema.archive_agents.c.agent_id == bindparam("agent_id"))
     .order_by(schema.archive_agents.c.created_us)
 )
+_tags = schema.archive_tags
+
+
+def _count_tags(insert_for_dialect: Any) -> Any:
+    """Add ``passages`` to an archive's count of a tag (its row is created with the first). PostgreSQL and
+    SQLite spell the upsert alike but SQLAlchemy builds it per dialect."""
+    statement = insert_for_dialect(_tags)
+    return statement.on_conflict_do_update(
+        index_elements=[_tags.c.archive_id, _tags.c.tag],
+        set_={"passages": _tags.c.passages + statement.excluded.passages},
+    )
+
+
+_COUNT_TAGS = {"sqlite": _count_tags(sqlite.insert), "postgresql": _count_tags(postgresql.insert)}
 _COUNT_PASSAGES = (
     update(schema.archives)
     .where(schema.archives.c.id == bindparam("archive_id"))
@@ -83,6 +99,7 @@ def delete_archive(conn: Connection, archive_id: str) -> list[str]:
         conn.execute(select(schema.passages.c.id).where(schema.passages.c.archive_id == archive_id)).scalars()
     )
     conn.execute(delete(schema.passage_tags).where(schema.passage_tags.c.archive_id == archive_id))
+    conn.execute(delete(_tags).where(_tags.c.archive_id == archive_id))
     conn.execute(delete(schema.passages).where(schema.passages.c.archive_id == archive_id))
     conn.execute(delete(schema.archive_agents).where(schema.archive_agents.c.archive_id == archive_id))
     conn.execute(delete(schema.archives).where(schema.archives.c.id == archive_id))
@@ -118,8 +135,9 @@ def agent_archive_ids(conn: Connection, agent_id: str) -> list[str]:
 
 
 def insert_passages(conn: Connection, passages: Sequence[PassageRecord]) -> None:
-    """Store passages with their tags, counted in their archives' ``passage_count`` (each archive's row
-    is updated first, so writers of one archive take turns on it before touching its passages)."""
+    """Store passages with their tags, counted in their archives' ``passage_count`` and ``archive_tags``
+    (each archive's row is updated first, so writers of one archive take turns on it before touching its
+    passages)."""
     added = Counter(p.archive_id for p in passages)
     for archive_id in sorted(added):
         conn.execute(_COUNT_PASSAGES, {"archive_id": archive_id, "added": added[archive_id]})
@@ -127,6 +145,9 @@ def insert_passages(conn: Connection, passages: Sequence[PassageRecord]) -> None
     tags = [{"passage_id": p.id, "tag": t, "archive_id": p.archive_id} for p in passages for t in p.tags]
     if tags:
         conn.execute(insert(schema.passage_tags), tags)
+        carried = Counter((row["archive_id"], row["tag"]) for row in tags)
+        counted = [{"archive_id": a, "tag": t, "passages": n} for (a, t), n in sorted(carried.items())]
+        conn.execute(_COUNT_TAGS[conn.dialect.name], counted)
 
 
 def get_passages(conn: Connection, tenant_id: str, ids: Sequence[str]) -> list[PassageRecord]:
@@ -161,7 +182,12 @@ def delete_passage(conn: Connection, tenant_id: str, passage_id: str) -> None:
     found = get_passages(conn, tenant_id, [passage_id])
     if not found:
         raise PassageNotFound(passage_id)
-    conn.execute(_COUNT_PASSAGES, {"archive_id": found[0].archive_id, "added": -1})
+    archive_id, tags = found[0].archive_id, list(found[0].tags)
+    conn.execute(_COUNT_PASSAGES, {"archive_id": archive_id, "added": -1})
+    if tags:
+        where = (_tags.c.archive_id == archive_id, _tags.c.tag.in_(tags))
+        conn.execute(delete(_tags).where(*where, _tags.c.passages <= 1))
+        conn.execute(update(_tags).where(*where).values(passages=_tags.c.passages - 1))
     conn.execute(delete(schema.passage_tags).where(schema.passage_tags.c.passage_id == passage_id))
     conn.execute(delete(schema.passages).where(schema.passages.c.id == passage_id))
 

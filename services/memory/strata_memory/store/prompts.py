@@ -125,11 +125,11 @@ COUNTS = {
 }
 _COUNT_COLUMNS = tuple(count.label(name) for name, count in COUNTS.items())
 _COUNTS = select(*_COUNT_COLUMNS)
-_TAGS = (
-    select(schema.passage_tags.c.tag)
+_TAGS = (  # each archive's distinct tags, kept beside its passages (not read from every passage's)
+    select(schema.archive_tags.c.tag)
     .distinct()
-    .where(schema.passage_tags.c.archive_id.in_(_agent_archives))
-    .order_by(schema.passage_tags.c.tag)
+    .where(schema.archive_tags.c.archive_id.in_(_agent_archives))
+    .order_by(schema.archive_tags.c.tag)
 )
 
 # A conversation with its stored prompt, the snapshot that prompt points at and the agent's counts, in

@@ -197,6 +197,16 @@ passage_tags = Table(
     Column("archive_id", String(64), nullable=False, index=True),
 )
 
+# Each archive's distinct passage tags, with how many of its passages carry each: <memory_metadata> lists
+# an agent's tags from these rows, not from every passage's.
+archive_tags = Table(
+    "archive_tags",
+    metadata,
+    Column("archive_id", String(64), ForeignKey("archives.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag", Text, primary_key=True),
+    Column("passages", BigInteger, nullable=False),
+)
+
 index_jobs = Table(
     "index_jobs",
     metadata,

@@ -312,7 +312,7 @@ class RetrievalEngine:
         """Ids of the documents matching ``flt`` whose storage key follows ``after_key``, at most
         ``limit``, in key order; and the key to continue after ("" when there is no more)."""
         check_filter(flt, self.limits)
-        keys = sorted(key for key in self._vectors.keys_matching(flt) if key > after_key)
+        keys = self._vectors.keys_after(flt, after_key, limit + 1)  # one more: is there another page?
         page = keys[:limit]
         found = self._vectors.fetch(page)
         ids = [found[key].id for key in page if key in found]

@@ -131,6 +131,15 @@ class EdgeShardIndex:
             if offset is None:
                 return keys
 
+    def keys_after(self, flt: DocumentFilter, after_key: str, limit: int) -> list[str]:
+        # A scroll starts at its offset key itself, which the page leaves out.
+        request = qe.ScrollRequest(
+            offset=after_key or None, limit=limit + 1, filter=edge_filter(flt), with_payload=False
+        )
+        with self._lock:
+            records, _ = self._shard.scroll(request)
+        return [key for key in (str(record.id) for record in records) if key > after_key][:limit]
+
     def newest(self, flt: DocumentFilter, limit: int) -> list[Document]:
         order = qe.OrderBy(TIME_FIELD, direction=qe.Direction.Desc)
         request = qe.ScrollRequest(limit=limit, filter=edge_filter(flt), with_payload=True, order_by=order)

@@ -37,6 +37,11 @@ class VectorIndex(Protocol):
         """Every key matching ``flt`` (used to delete by filter in every index alike)."""
         ...
 
+    def keys_after(self, flt: DocumentFilter, after_key: str, limit: int) -> list[str]:
+        """Up to ``limit`` keys matching ``flt`` that sort after ``after_key`` ("": from the first),
+        in key order: one page of a listing, read without reading the keys before it."""
+        ...
+
     def newest(self, flt: DocumentFilter, limit: int) -> list[Document]:
         """Up to ``limit`` documents matching ``flt``, newest ``created_at`` first."""
         ...

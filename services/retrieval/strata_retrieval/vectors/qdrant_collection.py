@@ -124,6 +124,17 @@ class QdrantCollectionIndex:
         records = self._client.retrieve(self._collection, ids=list(keys), with_payload=True)
         return {str(record.id): from_payload(record.payload or {}) for record in records}
 
+    def keys_after(self, flt: DocumentFilter, after_key: str, limit: int) -> list[str]:
+        # A scroll starts at its offset key itself, which the page leaves out.
+        records, _ = self._client.scroll(
+            self._collection,
+            scroll_filter=client_filter(flt),
+            limit=limit + 1,
+            offset=after_key or None,
+            with_payload=False,
+        )
+        return [key for key in (str(record.id) for record in records) if key > after_key][:limit]
+
     def keys_matching(self, flt: DocumentFilter) -> list[str]:
         keys: list[str] = []
         offset: models.ExtendedPointId | None = None

@@ -39,6 +39,9 @@ RETRIEVAL = rpb.DESCRIPTOR.services_by_name["RetrievalService"]
 NOT_IDS = {
     "conversation_id": "names a conversation inside the agent that agent_id names; the agent is the "
     "tenant boundary, and another tenant's conversation id is only a name",
+    "request_id": "a client-chosen idempotency key, kept per tenant and method: another tenant's key "
+    "names nothing of the caller's and is applied as a new request "
+    "(tests/memory/integration/test_idempotent_writes.py::test_request_ids_are_per_tenant_and_per_method)",
 }
 NO_ID = {
     "CreateAgent": "creates in the caller's tenant (tenant_id in the request is output only)",

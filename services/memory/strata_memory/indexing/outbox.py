@@ -247,11 +247,17 @@ class OutboxWorker:
             await waited(self._wake.wait(), left)
 
     async def claim(self) -> list[IndexJob]:
-        """Lease the next batch: up to the window's jobs, dealt round robin over waiting tenants."""
+        """Lease the next batch: up to the window's jobs, dealt round robin over waiting tenants.
+
+        The backlogs are counted in a read transaction first: counting every waiting job inside the
+        claim's write transaction held the store's write lock for as long as a large import's backlog
+        took to count, ahead of every tenant's writes. They only shape the deal; the claim re-checks
+        each job it takes."""
         lease_us = int(self._policy.lease_seconds * 1_000_000)
+        backlogs = await self._db.read(index_jobs.backlogs)
 
         def work(conn: Connection) -> list[IndexJob]:
-            shares = fair_shares(index_jobs.backlogs(conn), self._window, resume_after=self._resume_after)
+            shares = fair_shares(backlogs, self._window, resume_after=self._resume_after)
             self._resume_after = shares.resume_after
             return index_jobs.claim(conn, shares.per_tenant, owner=self.name, lease_us=lease_us)
 

@@ -23,7 +23,7 @@ from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, S
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.errors import RebuildInProgress
 from strata_retrieval.manifest import IndexManifest
-from strata_retrieval.vectors import generations, qdrant_collection
+from strata_retrieval.vectors import generations, qdrant_collection, qdrant_server
 from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
 from tests.retrieval.service_fixtures import T0, TENANT
 
@@ -167,3 +167,40 @@ def test_a_build_that_stopped_making_progress_is_dropped_by_the_next_rebuild(
     assert first.rebuild(embedder.embed_documents) == f"{ALIAS}__g3"
     assert set(generations.generations(first._client, ALIAS).values()) == {f"{ALIAS}__g3"}
     everything_served(first)
+
+
+def test_a_replica_starting_while_another_rebuilds_for_its_model_waits_and_serves_that_build(
+    embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replicas started with a new model and REBUILD_ON_MODEL_CHANGE at once: one rebuilds, the others
+    wait for it (not SERVING meanwhile) and then serve the generation it built, instead of refusing
+    every call until restarted."""
+    old = QdrantServerIndex(":memory:", IndexManifest("bge-small-en", embedder.dimension))
+    documents = [doc(doc_id, text) for doc_id, text in TEXTS.items()]
+    old.upsert(documents, embedder.embed_documents([d.text for d in documents]))
+    monkeypatch.setattr(qdrant_collection, "_client", lambda url, api_key: old._client)
+    monkeypatch.setattr(qdrant_server, "REBUILD_WAIT_SECONDS", 0.05)
+    held = HeldScroll("first", bool)
+    held.install(monkeypatch)
+    manifest = IndexManifest(embedder.name, embedder.dimension)
+
+    def replica() -> QdrantServerIndex:
+        return QdrantServerIndex(":memory:", manifest, rebuild_with=embedder.embed_documents)
+
+    first, first_outcome = in_thread("first", replica)
+    try:
+        assert held.reached.wait(DEADLINE)  # the first replica builds generation 2
+        second, second_outcome = in_thread("second", replica)
+        second.join(0.5)
+        assert second.is_alive()  # waiting for the build, not refusing
+    finally:
+        held.release.set()
+        first.join(DEADLINE)
+        second.join(DEADLINE)
+    [built], [waited] = first_outcome, second_outcome
+    assert isinstance(built, QdrantServerIndex), built
+    assert isinstance(waited, QdrantServerIndex), waited
+    assert built.generation == waited.generation == f"{ALIAS}__g2"
+    assert set(generations.generations(old._client, ALIAS).values()) == {f"{ALIAS}__g2"}
+    everything_served(waited)
+    old.close()

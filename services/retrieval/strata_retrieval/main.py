@@ -23,7 +23,7 @@ from strata_retrieval.embedding.observed import EmbeddingMetrics, ObservedEmbedd
 from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
-from strata_retrieval.errors import EmbeddingModelMismatch, RebuildInProgress
+from strata_retrieval.errors import EmbeddingModelMismatch
 from strata_retrieval.index_metrics import IndexCollector
 from strata_retrieval.manifest import IndexManifest, check_manifest, read_manifest
 from strata_retrieval.servicer import RetrievalServicer
@@ -169,7 +169,7 @@ class RetrievalApp:
         embedder = ObservedEmbedder(embedder, EmbeddingMetrics(metrics) if metrics else None)
         try:
             engine = await loop.run_in_executor(self._executor, open_engine, self.settings, embedder)
-        except (EmbeddingModelMismatch, IndexDiskFull, RebuildInProgress) as refusal:
+        except (EmbeddingModelMismatch, IndexDiskFull) as refusal:
             log.error("refusing every call: %s", refusal)  # noqa: TRY400  # expected, no traceback
             self.servicer.refuse(refusal)
         else:

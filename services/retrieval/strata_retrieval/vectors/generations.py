@@ -32,8 +32,9 @@ from strata_retrieval.errors import RebuildInProgress
 
 SEPARATOR = "__g"
 BUILDING = "building"
-"""Metadata key of a generation being built: ``{"heartbeat": <Unix time it was last renewed>}``; null
-once built (cleared just before the alias moves onto it)."""
+"""Metadata key of a generation being built: ``{"heartbeat": <Unix time it was last renewed>}``. Kept
+once the alias moves onto it (only generations not served are judged by it): cleared just before the
+swap, it would let another rebuild take the finished build for a dead one and drop it."""
 BUILD_STALE_SECONDS = 120.0
 """A build that copied no page for this long is taken as dead (its process gone)."""
 HEARTBEAT_SECONDS = 10.0

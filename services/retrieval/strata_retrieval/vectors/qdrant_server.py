@@ -60,6 +60,8 @@ log = logging.getLogger("strata.retrieval.qdrant_server")
 SPARSE_NAME = "bm25"
 DEFAULT_AVG_LEN = 256.0  # Qdrant's: tokens after stop words
 REBUILD_PAGE = 256
+REBUILD_WAIT_SECONDS = 1.0
+"""At start, how long to wait before looking again at a rebuild another replica is running."""
 Embed = Callable[[Sequence[str]], Vectors]
 
 
@@ -108,21 +110,32 @@ class QdrantServerIndex(QdrantCollectionIndex):
         super().__init__(url, manifest.embedding_dimension, collection=collection, api_key=api_key)
 
     def _open(self, dimension: int) -> None:
-        serving = generations.current(self._client, self._collection)
-        if serving is None:
-            first = generations.generation_name(self._collection, 1)
-            self._create_generation(first, self._params)
-            generations.point_alias(self._client, self._collection, first)
-            return
-        found = self._metadata(serving)
-        if self._matches(found):
-            self._params = Bm25Params(**found["bm25"])
-            self._bm25 = _bm25(self._params)
-            return
-        if self._rebuild_with is not None:
-            log.warning("collection %r was built with %s: rebuilding it", self._collection, found)
-            self.rebuild(self._rebuild_with)
-            return
+        waited = False
+        while True:
+            serving = generations.current(self._client, self._collection)
+            if serving is None:
+                first = generations.generation_name(self._collection, 1)
+                self._create_generation(first, self._params)
+                generations.point_alias(self._client, self._collection, first)
+                return
+            found = self._metadata(serving)
+            if self._matches(found):
+                self._params = Bm25Params(**found["bm25"])
+                self._bm25 = _bm25(self._params)
+                return
+            if self._rebuild_with is None:
+                break
+            if not waited:
+                log.warning("collection %r was built with %s: rebuilding it", self._collection, found)
+            try:
+                self.rebuild(self._rebuild_with)
+            except RebuildInProgress as other:  # replicas started together: one rebuilds, the others
+                if not waited:  # wait, then serve what it built (or rebuild, if it built another)
+                    log.warning("%s; waiting for it", other.message)
+                waited = True
+                time.sleep(REBUILD_WAIT_SECONDS)
+            else:
+                return
         self.close()  # local mode on disk holds a lock until closed
         raise EmbeddingModelMismatch(
             f"Qdrant collection {self._collection!r} was built with {found or 'no recorded model'} but "
@@ -222,7 +235,6 @@ class QdrantServerIndex(QdrantCollectionIndex):
                 beaten = generations.beat(self._client, building.collection, beaten)
             with self._writes:
                 self._check_still_serving(serving, building.collection)
-                self._client.update_collection(building.collection, metadata={generations.BUILDING: None})
                 generations.swap(self._client, self._collection, serving, building.collection)
                 self._building = None
                 self._params, self._bm25 = params, building.bm25

@@ -117,8 +117,9 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     REBUILD_IN_PROGRESS: _ErrorReason.ValueType  # 24
     """Another whole-index rebuild of the Qdrant collection is building a generation, or moved the alias
-    while this one built: one rebuild at a time per collection. Nothing was changed; a replica that
-    met it at start-up answers every call with it until restarted once that rebuild is done.
+    while this one built: one rebuild at a time per collection. Nothing was changed. The rebuild
+    command exits with it; a replica starting with REBUILD_ON_MODEL_CHANGE waits for the other rebuild
+    instead (not SERVING meanwhile) and then serves what it built.
     Status: FAILED_PRECONDITION. Metadata: collection, building.
     """
     INDEX_UNAVAILABLE: _ErrorReason.ValueType  # 25
@@ -221,8 +222,9 @@ Status: RESOURCE_EXHAUSTED. Metadata: free_bytes, needed_bytes, path (the reserv
 """
 REBUILD_IN_PROGRESS: ErrorReason.ValueType  # 24
 """Another whole-index rebuild of the Qdrant collection is building a generation, or moved the alias
-while this one built: one rebuild at a time per collection. Nothing was changed; a replica that
-met it at start-up answers every call with it until restarted once that rebuild is done.
+while this one built: one rebuild at a time per collection. Nothing was changed. The rebuild
+command exits with it; a replica starting with REBUILD_ON_MODEL_CHANGE waits for the other rebuild
+instead (not SERVING meanwhile) and then serves what it built.
 Status: FAILED_PRECONDITION. Metadata: collection, building.
 """
 INDEX_UNAVAILABLE: ErrorReason.ValueType  # 25

@@ -200,8 +200,9 @@ export enum ErrorReason {
 
   /**
    * Another whole-index rebuild of the Qdrant collection is building a generation, or moved the alias
-   * while this one built: one rebuild at a time per collection. Nothing was changed; a replica that
-   * met it at start-up answers every call with it until restarted once that rebuild is done.
+   * while this one built: one rebuild at a time per collection. Nothing was changed. The rebuild
+   * command exits with it; a replica starting with REBUILD_ON_MODEL_CHANGE waits for the other rebuild
+   * instead (not SERVING meanwhile) and then serves what it built.
    * Status: FAILED_PRECONDITION. Metadata: collection, building.
    *
    * @generated from enum value: REBUILD_IN_PROGRESS = 24;

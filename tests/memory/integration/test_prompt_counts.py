@@ -1,8 +1,9 @@
 """The counts ``<memory_metadata>`` shows stay exact through every change of what they count, through a real
 MemoryService on each backend: appends (a refused one and a retried one count nothing), passages added to
 and deleted from an agent's archives (and their tags), archives attached, detached and deleted, and
-appends racing on two servers over one store (two replicas). The store keeps the counts beside the rows
-instead of counting the rows at each compile (tests/memory/store/test_memory_counts.py pins that).
+appends and passages racing on two servers over one store (two replicas). The store keeps the counts
+beside the rows instead of counting the rows at each compile (tests/memory/store/test_memory_counts.py
+pins that).
 """
 
 from __future__ import annotations
@@ -102,9 +103,10 @@ async def test_the_counts_follow_every_change_of_messages_and_passages(stub: Stu
     assert await both() == ((5, 2, "own, own0, own1"), (0, 0, ""))
 
 
-async def test_appends_racing_on_two_servers_over_one_store_are_all_counted(
+async def test_writes_racing_on_two_servers_over_one_store_are_all_counted(
     stub: Stub, store_url: str
 ) -> None:
+    """Appends, and passages added to one archive and deleted from it, spread over two servers."""
     settings = MemorySettings(
         address="127.0.0.1:0", database_url=store_url, retrieval_address=unreachable_address()
     )
@@ -113,9 +115,17 @@ async def test_appends_racing_on_two_servers_over_one_store_are_all_counted(
         async with grpc.aio.insecure_channel(other.address) as channel:
             replicas = [stub, memory_service_pb2_grpc.MemoryServiceStub(channel)]
             sam = (await new_agent(stub, pb.Block(label="human", value="Name: Bob"))).id
-            await asyncio.gather(*(append(replicas[i % 2], sam, 1 + i % 3) for i in range(40)))
+            early = await add_passages(stub, 6, "early", agent_id=sam)  # its default archive
+            await asyncio.gather(
+                *(append(replicas[i % 2], sam, 1 + i % 3) for i in range(40)),
+                *(add_passages(replicas[i % 2], 1 + i % 2, "t", agent_id=sam) for i in range(20)),
+                *(
+                    replicas[i % 2].DeletePassage(api.DeletePassageRequest(passage_id=p.id))
+                    for i, p in enumerate(early)
+                ),
+            )
             counted = await shown(replicas[1], sam)
     finally:
         await other.stop(0)
-    assert counted == (sum(1 + i % 3 for i in range(40)), 0, "")
+    assert counted == (sum(1 + i % 3 for i in range(40)), sum(1 + i % 2 for i in range(20)), "t, t0, t1")
     assert counted[:2] == await stored(stub, sam)

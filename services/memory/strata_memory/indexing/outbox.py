@@ -69,6 +69,10 @@ MAX_BATCH_DOCUMENTS = 512
 """RetrievalService's default ``max_batch_documents``; a batch never holds more."""
 
 
+_JITTER = random.Random()
+"""Backoff jitter's own generator, so retries never advance the process's global ``random`` state."""
+
+
 @dataclass(frozen=True, slots=True)
 class OutboxPolicy:
     """How the worker batches, retries and leases (settings ``outbox_*``)."""
@@ -383,7 +387,7 @@ class OutboxWorker:
         """Seconds before the next attempt: exponential in the attempts so far, capped, with jitter
         (a random half to full delay) so jobs refused together do not come back together."""
         delay = min(0.2 * 2.0 ** min(attempts, 30), self._policy.max_backoff_seconds)
-        return delay * (0.5 + random.random() / 2)
+        return delay * (0.5 + _JITTER.random() / 2)
 
     async def _postpone(self, jobs: Sequence[IndexJob], failure: StrataError) -> None:
         attempts = max(job.attempts for job in jobs)

@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 import pytest
 import pytest_asyncio
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
@@ -197,6 +198,31 @@ async def test_an_index_built_with_another_model_is_refused(
             assert info is not None
             assert info.reason == "EMBEDDING_MODEL_MISMATCH"
             assert info.metadata["configured_model"] == embedder.name
+
+
+async def test_a_refusing_service_reports_not_serving_and_still_says_why(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    """A replica that refuses every call must not look healthy: a mesh or Kubernetes readiness probe
+    would keep sending it traffic (every search failing) while its peers could answer. It reports
+    NOT_SERVING for the server and the service, and a call still says why."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / MANIFEST_NAME).write_text(
+        json.dumps({"embedding_model": "bge-small-en", "embedding_dimension": 384})
+    )
+    async with running_service(data_dir, embedder) as refusing:
+        health = health_pb2_grpc.HealthStub(refusing.channel)
+        for name in ("", "strata.retrieval.v1.RetrievalService"):
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=name))
+            assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING, name
+        error = await refused(refusing.stub.Search(search("tea")))
+        info = error_info_from(error.trailing_metadata())
+        assert info is not None
+        assert info.reason == "EMBEDDING_MODEL_MISMATCH"
+    async with running_service(tmp_path / "fixed", embedder) as fixed:
+        reply = await health_pb2_grpc.HealthStub(fixed.channel).Check(health_pb2.HealthCheckRequest())
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
 async def test_rebuild_on_model_change_starts_over(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:

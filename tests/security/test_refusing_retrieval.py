@@ -43,8 +43,15 @@ POLICY = OutboxPolicy(batch_size=16, max_attempts=2, max_backoff_seconds=0.2)
 
 @asynccontextmanager
 async def retrieval(
-    address: str, data_dir: Path, embedder: OnnxSentenceEmbedder, **settings: Any
+    address: str,
+    data_dir: Path,
+    embedder: OnnxSentenceEmbedder,
+    *,
+    reports_serving: bool = False,
+    **settings: Any,
 ) -> AsyncIterator[None]:
+    """A real RetrievalService; ``reports_serving`` marks it SERVING whatever its state, as releases
+    before this one did while refusing every call."""
     app = RetrievalApp(
         RetrievalSettings(
             address=address, data_dir=data_dir, workers=2, grace_seconds=0.5, log_json=False, **settings
@@ -52,14 +59,27 @@ async def retrieval(
         embedder=embedder,
     )
     await app.start()
+    if reports_serving:
+        await app.server.mark_serving()
     try:
         yield
     finally:
         await app.stop()
 
 
+@pytest.mark.parametrize(
+    ("reports_serving", "said"),
+    [
+        # this release: a refusing replica reports NOT_SERVING, so MemoryService's health-following
+        # channel has no replica to send to
+        (False, "backend unhealthy"),
+        # an earlier release (rolling upgrade) reported SERVING and refused each call with its reason
+        (True, "EMBEDDING_MODEL_MISMATCH"),
+    ],
+    ids=["not-serving", "serving-but-refusing"],
+)
 async def test_jobs_wait_while_retrieval_refuses_every_call_and_are_delivered_once_it_is_fixed(
-    tmp_path: Path, security_embedder: OnnxSentenceEmbedder
+    tmp_path: Path, security_embedder: OnnxSentenceEmbedder, reports_serving: bool, said: str
 ) -> None:
     address = f"127.0.0.1:{free_port()}"
     other_model = tmp_path / "other-model"
@@ -73,13 +93,13 @@ async def test_jobs_wait_while_retrieval_refuses_every_call_and_are_delivered_on
     try:
         [kept] = write(db, "t", ["The harbour ferry leaves at seven"])
         outbox = OutboxWorker(db, client, policy=POLICY)
-        async with retrieval(address, other_model, security_embedder):
+        async with retrieval(address, other_model, security_embedder, reports_serving=reports_serving):
             for _ in range(POLICY.max_attempts + 1):
                 make_due(db)
                 await outbox.deliver_once()
         waiting = jobs(db)[kept]
         assert waiting["parked_us"] is None, waiting["last_error"]
-        assert "EMBEDDING_MODEL_MISMATCH" in str(waiting["last_error"])
+        assert said in str(waiting["last_error"])
         async with retrieval(address, tmp_path / "fixed", security_embedder):
             make_due(db)
             assert await outbox.deliver_once() == 1
@@ -126,8 +146,9 @@ async def test_jobs_wait_while_the_qdrant_server_is_down_and_are_delivered_once_
     try:
         [kept] = write(db, "t", ["The harbour ferry leaves at seven"])
         outbox = OutboxWorker(db, client, policy=POLICY)
-        server = {"vector_backend": "server", "qdrant_url": ":memory:"}
-        async with retrieval(address, tmp_path / "data", security_embedder, **server):
+        async with retrieval(
+            address, tmp_path / "data", security_embedder, vector_backend="server", qdrant_url=":memory:"
+        ):
             monkeypatch.setattr(QdrantClient, "upsert", down)
             for _ in range(POLICY.max_attempts + 1):
                 make_due(db)

@@ -2,8 +2,10 @@
 
 Start-up order: bind the port (health NOT_SERVING), open the embedder and indexes in the executor
 (and build HNSW graphs if many vectors are unindexed, which holds the GIL and so must finish before
-serving), then report SERVING. SIGTERM reports NOT_SERVING, keeps answering for the drain period,
-lets calls in flight finish and closes the indexes.
+serving), then report SERVING. An index it must not use as configured (built with another embedding
+model, its disk full) keeps health NOT_SERVING and answers every call with the reason, so probes and
+load balancers route around it while an operator can still ask it why. SIGTERM reports NOT_SERVING,
+keeps answering for the drain period, lets calls in flight finish and closes the indexes.
 """
 
 from __future__ import annotations
@@ -170,13 +172,15 @@ class RetrievalApp:
         try:
             engine = await loop.run_in_executor(self._executor, open_engine, self.settings, embedder)
         except (EmbeddingModelMismatch, IndexDiskFull) as refusal:
-            log.error("refusing every call: %s", refusal)  # noqa: TRY400  # expected, no traceback
+            # Health stays NOT_SERVING: a probe or a mesh must not send traffic to a replica that
+            # refuses all of it. Calls are still answered, with the reason, for whoever asks.
+            log.error("refusing every call, health NOT_SERVING: %s", refusal)  # noqa: TRY400  # no traceback
             self.servicer.refuse(refusal)
-        else:
-            self.engine = engine
-            self.servicer.attach(engine)
-            if metrics is not None:
-                metrics.register(IndexCollector(engine))
+            return
+        self.engine = engine
+        self.servicer.attach(engine)
+        if metrics is not None:
+            metrics.register(IndexCollector(engine))
         await self.server.mark_serving()
 
     async def stop(self) -> None:

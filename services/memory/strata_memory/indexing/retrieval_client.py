@@ -163,13 +163,10 @@ class RetrievalClient:
             )
         except grpc.aio.AioRpcError as failure:
             if failure.code() in _TRANSPORT_FAILURES:
-                said = (
-                    f"{failure.code().name}, {reason}: {failure.details()}"
-                    if (reason := _reason(failure))
-                    else ""
-                )
+                reason = _reason(failure)
+                said = ", ".join(filter(None, (failure.code().name, reason)))
                 raise RetrievalUnavailable(
-                    f"RetrievalService at {self.address} is unavailable ({said or failure.code().name}): "
+                    f"RetrievalService at {self.address} is unavailable ({said}: {failure.details()}): "
                     "search and indexing will resume when it is back; writes are kept and indexed then.",
                     metadata={"address": self.address, "status": failure.code().name},
                 ) from failure

@@ -25,6 +25,9 @@ Results MERGE into ``bench/results/mutation.json``: ``by_module`` is keyed by mu
 and the totals are recomputed from ``by_module``. ``bench/results/mutation_survivors.txt`` holds
 one section per target (each surviving mutant with its diff from ``mutmut show``), merged the same
 way. The merge holds a lock, so two targets may finish at once.
+
+The targets are in ``scripts/mutation_targets.py``; reading mutmut's results and the merge in
+``scripts/mutation_results.py``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ import argparse
 import fcntl
 import fnmatch
 import json
-import math
 import os
 import random
 import shutil
@@ -47,18 +49,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
+from scripts.mutation_results import (
+    SURVIVED,
+    TIMEOUT,
+    merge_report,
+    merge_survivors,
+    mutant_names,
+    not_checked,
+    outcomes,
+    summarise,
+)
+from scripts.mutation_targets import TARGETS, Target
+
 ROOT = Path(__file__).resolve().parents[1]
 STAGING = ROOT / ".cache" / "mutation"
 RESULTS = ROOT / "bench" / "results"
 MUTMUT = Path(sys.executable).parent / "mutmut"
-TOOL = "mutmut==3.8.1"
 
-KILLED = {1, 3, 37}  # a failing test run, pytest's internal error on a mutant, caught by type check
-SURVIVED = {0}
-TIMEOUT = {36, 24, -24, 152, 255}
-NO_TESTS = {5, 33}
-COUNTS = ("total", "killed", "survived", "timeout", "no_tests", "other")
-SECTION = "=== target: "
 
 ORDER_PLUGIN = '''"""Run the tests mutmut selected for a mutant fastest first (by its stats run's durations).
 
@@ -87,65 +94,6 @@ m.copy_also_copy_files()
 m.setup_source_paths()
 m.create_mutants(1)
 """
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    package_root: str  # the folder that holds the package
-    package: str
-    mutate: tuple[str, ...]  # globs relative to the staging folder
-    tests: tuple[str, ...]
-    isolation: str = "forkserver"  # the integration tests run gRPC servers: not fork-safe
-
-    def owns(self, module: str) -> bool:
-        """Whether ``module`` (a by_module key, perhaps with an older layout's suffix) is this target's."""
-        path = module.split(" ", 1)[0]
-        return any(fnmatch.fnmatch(path, pattern) for pattern in self.mutate)
-
-
-TARGETS = (
-    Target(
-        "memory-domain",
-        "services/memory",
-        "strata_memory",
-        ("strata_memory/domain/*",),
-        ("tests/memory/domain",),
-    ),
-    Target(
-        "memory-operations",
-        "services/memory",
-        "strata_memory",
-        ("strata_memory/operations/*",),
-        ("tests/memory/operations",),
-    ),
-    Target(
-        "memory-indexing",
-        "services/memory",
-        "strata_memory",
-        ("strata_memory/indexing/*",),
-        (
-            "tests/memory/indexing",
-            "tests/memory/domain/test_indexed_text.py",
-            "tests/memory/integration/test_recall_indexing.py",
-            "tests/memory/integration/test_wait_searchable.py",
-        ),
-    ),
-    Target(
-        "retrieval-fusion-engine",
-        "services/retrieval",
-        "strata_retrieval",
-        ("strata_retrieval/fusion.py", "strata_retrieval/engine.py"),
-        (
-            "tests/retrieval/test_fusion.py",
-            "tests/retrieval/test_engine.py",
-            "tests/retrieval/test_engine_scope.py",
-            "tests/retrieval/test_engine_races.py",
-            "tests/retrieval/test_ties.py",
-        ),
-    ),
-    Target("memfs", "clients/python", "strata", ("strata/memfs/*",), ("tests/memfs",)),
-)
 
 
 @dataclass(frozen=True)
@@ -181,57 +129,6 @@ def stage(target: Target) -> Path:
     (folder / "pyproject.toml").write_text(config)
     (folder / "mutation_order.py").write_text(ORDER_PLUGIN)
     return folder
-
-
-def mutant_names(folder: Path) -> list[str]:
-    """Every mutant mutmut generated in ``folder`` (from its ``.meta`` files), sorted."""
-    names: list[str] = []
-    for meta in (folder / "mutants").rglob("*.py.meta"):
-        names += json.loads(meta.read_text()).get("exit_code_by_key", {})
-    return sorted(names)
-
-
-def outcomes(folder: Path) -> dict[str, dict[str, int]]:
-    """Exit code per checked mutant, grouped by mutated file, from mutmut's ``.meta`` files."""
-    found: dict[str, dict[str, int]] = {}
-    for meta in sorted((folder / "mutants").rglob("*.py.meta")):
-        module = str(meta.relative_to(folder / "mutants"))[: -len(".meta")]
-        codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
-        found[module] = {name: code for name, code in codes.items() if code is not None}
-    return {module: codes for module, codes in found.items() if codes}
-
-
-def not_checked(folder: Path) -> list[str]:
-    """Mutants in ``folder`` with no result: a stopped run's rest, or those mutmut regenerated (and
-    dropped the results of) because their function changed since; sorted."""
-    names: list[str] = []
-    for meta in (folder / "mutants").rglob("*.py.meta"):
-        codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
-        names += [name for name, code in codes.items() if code is None]
-    return sorted(names)
-
-
-def tally(codes: dict[str, int]) -> dict[str, int]:
-    values = list(codes.values())
-    counts = {
-        "total": len(values),
-        "killed": sum(code in KILLED for code in values),
-        "survived": sum(code in SURVIVED for code in values),
-        "timeout": sum(code in TIMEOUT for code in values),
-        "no_tests": sum(code in NO_TESTS for code in values),
-    }
-    counts["other"] = counts["total"] - sum(counts[k] for k in ("killed", "survived", "timeout", "no_tests"))
-    return counts
-
-
-def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95 % Wilson score interval for a proportion (sound near 0 and 1, unlike the normal one)."""
-    if trials == 0:
-        return (0.0, 1.0)
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def _environment() -> dict[str, str]:
@@ -358,20 +255,6 @@ def survivors_of(target: Target, by_module: dict[str, dict[str, int]]) -> list[s
     return found
 
 
-def summarise(
-    target: Target, by_module: dict[str, dict[str, int]], described: dict[str, object]
-) -> dict[str, object]:
-    counts = tally({name: code for codes in by_module.values() for name, code in codes.items()})
-    low, high = wilson_interval(counts["killed"], counts["total"])
-    summary: dict[str, object] = dict(counts)
-    summary |= {
-        "kill_rate": round(counts["killed"] / counts["total"], 4) if counts["total"] else 0.0,
-        "kill_rate_ci95": [round(low, 4), round(high, 4)],
-        "mutate": list(target.mutate),
-    }
-    return summary | described
-
-
 @contextmanager
 def results_lock() -> Iterator[None]:
     STAGING.mkdir(parents=True, exist_ok=True)
@@ -381,49 +264,6 @@ def results_lock() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def merge_report(
-    existing: dict[str, object],
-    target: Target,
-    by_module: dict[str, dict[str, int]],
-    summary: dict[str, object],
-) -> dict[str, object]:
-    """``existing`` with ``target``'s files and run replaced and the totals recomputed from by_module."""
-    old_modules = existing.get("by_module", {})
-    old_runs = existing.get("runs", {})
-    assert isinstance(old_modules, dict)
-    assert isinstance(old_runs, dict)
-    modules = {key: value for key, value in old_modules.items() if not target.owns(key)}
-    modules |= {module: tally(codes) | {"target": target.name} for module, codes in by_module.items()}
-    # a run is keyed by its target's name; keys that merely start with it are an older layout's
-    runs = {key: value for key, value in old_runs.items() if key.split(" ", 1)[0] != target.name}
-    earlier = old_runs.get(target.name, {})
-    if "applied_by_hand" in earlier and "applied_by_hand" not in summary:  # scripts/mutation_apply.py's
-        applied = earlier["applied_by_hand"]
-        killed = int(str(summary["killed"])) + sum(v == "killed" for v in applied["verdicts"].values())
-        total = int(str(summary["total"]))
-        summary = summary | {
-            "applied_by_hand": applied,
-            "kill_rate_applied": round(killed / total, 4) if total else 0.0,
-        }
-    runs[target.name] = summary
-    report: dict[str, object] = {"tool": TOOL}
-    for key in COUNTS:
-        report[key] = sum(int(counts.get(key, 0)) for counts in modules.values())
-    report["by_module"] = dict(sorted(modules.items()))
-    report["runs"] = dict(sorted(runs.items()))
-    return report
-
-
-def merge_survivors(existing: str, target: Target, found: list[str]) -> str:
-    """The survivors file with ``target``'s section replaced (text without sections is an older layout's)."""
-    sections: dict[str, str] = {}
-    for chunk in existing.split(SECTION)[1:]:
-        name, _, body = chunk.partition(" ===\n")
-        sections[name.strip()] = body
-    sections[target.name] = "\n".join(found) or "(no survivors)"
-    return "".join(f"{SECTION}{name} ===\n{body.rstrip()}\n\n" for name, body in sorted(sections.items()))
 
 
 def record(target: Target) -> dict[str, object]:

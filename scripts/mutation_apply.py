@@ -25,7 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts.mutation import MUTMUT, RESULTS, ROOT, STAGING, TARGETS, results_lock
+from scripts.mutation import MUTMUT, RESULTS, ROOT, STAGING, results_lock
+from scripts.mutation_targets import TARGETS
 
 
 def verdict(target_name: str, mutant: str, tests: list[str]) -> str:

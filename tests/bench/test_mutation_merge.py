@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 from typing import cast
 
-from scripts.mutation import (
-    TARGETS,
+from scripts.mutation_results import (
     merge_report,
     merge_survivors,
     not_checked,
@@ -15,6 +14,7 @@ from scripts.mutation import (
     tally,
     wilson_interval,
 )
+from scripts.mutation_targets import TARGETS
 
 DOMAIN = next(t for t in TARGETS if t.name == "memory-domain")
 MEMFS = next(t for t in TARGETS if t.name == "memfs")

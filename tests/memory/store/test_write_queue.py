@@ -16,7 +16,8 @@ from sqlalchemy import event, insert, select
 from sqlalchemy.exc import DBAPIError
 
 from strata_memory.store import schema
-from strata_memory.store.database import Database, StoreUnavailable, storage_failure
+from strata_memory.store.database import Database
+from strata_memory.store.failures import StoreUnavailable, storage_failure
 
 HANG = 30.0  # a hang detector only
 

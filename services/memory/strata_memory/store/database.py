@@ -20,7 +20,8 @@ check sees the committed row and raises the same typed error as on SQLite. Reads
 READ, one snapshot per call, as SQLite's read transactions do.
 
 On SQLite, writes sent with ``write_together`` (appends of messages) that queue meanwhile share one
-transaction and one commit, a savepoint each (see ``write_together``).
+transaction and one commit, a savepoint each (see ``write_together``). What a refused write becomes
+for the caller, and which conflicts are re-run, is ``store.failures``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,19 +41,16 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
+from strata_memory.store.failures import sqlstate, storage_failure, worth_rerunning
 from strata_serving import tracing
-from strata_serving.errors import Aborted, InvalidArgument, ResourceExhausted, StrataError, Unavailable
 
 T = TypeVar("T")
 W = TypeVar("W")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK = 0x5354_5241_5441  # "STRATA": one replica migrates at a time (pg_advisory_xact_lock)
-_RERUN_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
-_UNIQUE_VIOLATION = "23505"
-_MAX_RUNS = 8
 log = logging.getLogger("strata.store")
 
 
@@ -273,10 +270,10 @@ class Database:
                         raise WriteGivenUp  # rolls the transaction back
                     return result
             except DBAPIError as failure:
-                if not _worth_rerunning(failure, run):
+                if not worth_rerunning(failure, run):
                     raise
                 log.info(
-                    "store transaction re-run after a concurrent conflict (sqlstate %s)", _sqlstate(failure)
+                    "store transaction re-run after a concurrent conflict (sqlstate %s)", sqlstate(failure)
                 )
                 run += 1
 
@@ -301,89 +298,6 @@ class Database:
 
 class WriteGivenUp(Exception):  # not an error: the caller left before the commit
     """The caller of a write was cancelled before it committed; the transaction was rolled back."""
-
-
-def _sqlstate(failure: DBAPIError) -> str:
-    return str(getattr(failure.orig, "sqlstate", "") or "")
-
-
-def _worth_rerunning(failure: DBAPIError, run: int) -> bool:
-    """A PostgreSQL conflict another transaction caused, that running ``work`` again resolves.
-
-    A unique violation is re-run once: the second run's checks see the row that won the race.
-    """
-    state = _sqlstate(failure)
-    if state in _RERUN_SQLSTATES:
-        return run < _MAX_RUNS
-    return isinstance(failure, IntegrityError) and state == _UNIQUE_VIOLATION and run == 1
-
-
-class StoreFull(ResourceExhausted):
-    default_reason = "STORE_FULL"
-
-
-class StoreUnavailable(Unavailable):
-    default_reason = "STORE_UNAVAILABLE"
-
-
-def storage_failure(failure: DBAPIError) -> StrataError | None:
-    """A clear status for a write the store refused (nothing was changed), or None.
-
-    SQLite reports a full disk as SQLITE_FULL, a read-only file or folder as SQLITE_READONLY*, a
-    failing disk as SQLITE_IOERR*, and a lock held past ``busy_timeout`` as SQLITE_BUSY. PostgreSQL
-    reports by SQLSTATE (see :func:`postgres_failure`).
-    """
-    if not isinstance(failure.orig, sqlite3.Error):
-        return postgres_failure(failure)
-    name = str(getattr(failure.orig, "sqlite_errorname", ""))
-    if name == "SQLITE_FULL":
-        return StoreFull("the memory store's disk is full: the write was not made; free space and retry")
-    if name.startswith(("SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_BUSY")):
-        return StoreUnavailable(
-            f"the memory store cannot take writes ({name}): the write was not made; "
-            "check that the data folder is writable and retry",
-            metadata={"sqlite_error": name},
-        )
-    return None
-
-
-class StoreConflict(Aborted):
-    default_reason = "STORE_CONFLICT"
-
-
-class TextNotStorable(InvalidArgument):
-    default_reason = "TEXT_NOT_STORABLE"
-
-
-def postgres_failure(failure: DBAPIError) -> StrataError | None:
-    """PostgreSQL's refusals as Strata's errors: never an INTERNAL for input or a server going away.
-
-    Input PostgreSQL cannot hold (a NUL character, which SQLite stores) is INVALID_ARGUMENT until the
-    domain refuses it on both backends; a deadlock or serialisation failure that outlasted the re-runs
-    is ABORTED (retry); a full disk is RESOURCE_EXHAUSTED; a server that is down,
-    restarting, out of connections or shutting down is UNAVAILABLE (retryable).
-    """
-    state = _sqlstate(failure)
-    if isinstance(failure, DataError) and "NUL" in str(failure.orig):
-        return TextNotStorable(
-            "text contains a NUL character (U+0000), which the PostgreSQL store cannot hold: "
-            "the write was not made; remove it and retry"
-        )
-    if state in _RERUN_SQLSTATES:  # still conflicting after every re-run (``_worth_rerunning``)
-        return StoreConflict(
-            f"the memory store kept failing this write for concurrent writes (sqlstate {state}) after "
-            f"{_MAX_RUNS} tries: the write was not made; retry",
-            metadata={"sqlstate": state},
-        )
-    if state == "53100":
-        return StoreFull("the memory store's disk is full: the write was not made; free space and retry")
-    if isinstance(failure, OperationalError) and (not state or state.startswith(("08", "53", "57P"))):
-        return StoreUnavailable(
-            "the memory store (PostgreSQL) cannot be reached or is not taking work: "
-            "the write was not made; retry",
-            metadata={"sqlstate": state or "connection"},
-        )
-    return None
 
 
 def _ensure_parent_dir(url: str) -> None:

@@ -7,8 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_memory.indexing.fairness import fair_shares
-from strata_memory.indexing.outbox import smallest_share_first
+from strata_memory.indexing.fairness import fair_shares, smallest_share_first
 from strata_memory.store.records import IndexJob
 
 

@@ -24,7 +24,8 @@ from sqlalchemy import select
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.domain.errors import RetrievalUnavailable
-from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker, smallest_share_first
+from strata_memory.indexing.fairness import smallest_share_first
+from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.parked import MAX_RETRY_IDS, ParkedJobs
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.store import archives as archive_rows

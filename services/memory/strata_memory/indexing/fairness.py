@@ -9,14 +9,16 @@ each batch, and when T exceeds the budget every tenant is dealt a slot within ``
 batches. So a tenant's fresh job waits behind at most one batch of anyone else's backlog
 (``budget - 1`` jobs ahead of it) as long as it has fewer than ``budget // T`` jobs waiting itself,
 however long the other backlogs are; the worker sends the tenants with the smallest share of a batch
-first (``outbox.smallest_share_first``), so in practice it waits only for the batch already in flight
+first (``smallest_share_first``), so in practice it waits only for the batch already in flight
 when it was written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from strata_memory.store.records import IndexJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +54,14 @@ def fair_shares(backlogs: Mapping[str, int], budget: int, *, resume_after: str |
         if not dealt:
             break
     return Shares({tenant: share for tenant, share in shares.items() if share}, last)
+
+
+def smallest_share_first(jobs: Sequence[IndexJob]) -> list[IndexJob]:
+    """The batch's jobs grouped by tenant, tenants with fewer jobs in it first, each tenant's jobs in
+    the order they were claimed: a fresh write dealt one slot beside another tenant's full share is
+    sent before that share, not after it."""
+    by_tenant: dict[str, list[IndexJob]] = {}
+    for job in jobs:
+        by_tenant.setdefault(job.tenant_id, []).append(job)
+    order = sorted(by_tenant, key=lambda tenant: len(by_tenant[tenant]))
+    return [job for tenant in order for job in by_tenant[tenant]]

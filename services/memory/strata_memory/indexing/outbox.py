@@ -55,7 +55,7 @@ from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing import delivery
-from strata_memory.indexing.fairness import fair_shares
+from strata_memory.indexing.fairness import fair_shares, smallest_share_first
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.limits import outbox_batch_bytes
 from strata_memory.store import index_jobs
@@ -99,17 +99,6 @@ async def waited(wait: Coroutine[object, object, object], seconds: float) -> Non
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await wait
-
-
-def smallest_share_first(jobs: Sequence[IndexJob]) -> list[IndexJob]:
-    """The batch's jobs grouped by tenant, tenants with fewer jobs in it first, each tenant's jobs in
-    the order they were claimed: a fresh write dealt one slot beside another tenant's full share is
-    sent before that share, not after it."""
-    by_tenant: dict[str, list[IndexJob]] = {}
-    for job in jobs:
-        by_tenant.setdefault(job.tenant_id, []).append(job)
-    order = sorted(by_tenant, key=lambda tenant: len(by_tenant[tenant]))
-    return [job for tenant in order for job in by_tenant[tenant]]
 
 
 @dataclass(slots=True, eq=False)

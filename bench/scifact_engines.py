@@ -18,12 +18,8 @@ from strata_retrieval.documents import DocumentFilter, document_key
 from strata_retrieval.legs import TextIndex
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import TantivyTextIndex
-from strata_retrieval.vectors.qdrant_server import (
-    DEFAULT_AVG_LEN,
-    Bm25Params,
-    QdrantServerIndex,
-    SparseTextLeg,
-)
+from strata_retrieval.vectors.bm25 import DEFAULT_AVG_LEN, Bm25Params
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
 
 
 def main_text_legs(extra_avg_len: float | None) -> None:

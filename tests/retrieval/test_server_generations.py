@@ -27,7 +27,8 @@ from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, S
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.vectors import generations
-from strata_retrieval.vectors.qdrant_server import DEFAULT_AVG_LEN, Bm25Params, QdrantServerIndex
+from strata_retrieval.vectors.bm25 import DEFAULT_AVG_LEN, Bm25Params
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
 from tests.retrieval.service_fixtures import MEMORIES, T0, TENANT, ids, passage, running_service, search
 
 SERVER: dict[str, Any] = {"vector_backend": "server", "qdrant_url": ":memory:"}

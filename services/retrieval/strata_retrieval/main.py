@@ -31,10 +31,11 @@ from strata_retrieval.manifest import IndexManifest, check_manifest, read_manife
 from strata_retrieval.servicer import RetrievalServicer
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
 from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.vectors.bm25 import Bm25Params
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
-from strata_retrieval.vectors.qdrant_server import Bm25Params, QdrantServerIndex, SparseTextLeg
+from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
 from strata_serving.auth import AccessPolicy, AuthInterceptor, Principal, PrincipalKind, StaticKey, StaticKeys
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer

@@ -1,7 +1,7 @@
 """The server engine: both search legs in one Qdrant collection, nothing on local disk.
 
 Each point holds the document's payload, its dense embedding (``dense``) and its text as a BM25
-sparse vector (``bm25``). The sparse vectors are built here with Qdrant's own BM25
+sparse vector (``bm25``). The sparse vectors are built here (:mod:`.bm25`) with Qdrant's own BM25
 (``qdrant_edge.Bm25``: the server's BM25 inference — same tokeniser, English stop words and Snowball
 stemmer — term frequencies saturated with ``k`` and length-normalised with ``b`` against
 ``avg_len``), and the collection's sparse vector carries the IDF modifier, so Qdrant multiplies
@@ -46,6 +46,13 @@ from strata_retrieval.errors import EmbeddingModelMismatch, RebuildInProgress
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors import generations
+from strata_retrieval.vectors.bm25 import (
+    DEFAULT_AVG_LEN,
+    SPARSE_NAME,
+    Bm25Params,
+    bm25_encoder,
+    sparse_vector,
+)
 from strata_retrieval.vectors.payload import (
     FULL_TEXT_FIELDS,
     HNSW_EF,
@@ -57,22 +64,10 @@ from strata_retrieval.vectors.payload import (
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex, client_filter
 
 log = logging.getLogger("strata.retrieval.qdrant_server")
-SPARSE_NAME = "bm25"
-DEFAULT_AVG_LEN = 256.0  # Qdrant's: tokens after stop words
 REBUILD_PAGE = 256
 REBUILD_WAIT_SECONDS = 1.0
 """At start, how long to wait before looking again at a rebuild another replica is running."""
 Embed = Callable[[Sequence[str]], Vectors]
-
-
-@dataclass(frozen=True)
-class Bm25Params:
-    """BM25's document-side parameters (Qdrant's defaults); they shape every stored sparse vector.
-    ``avg_len`` None: the collection's measured mean document length (see the module's doc)."""
-
-    k: float = 1.2
-    b: float = 0.75
-    avg_len: float | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +98,7 @@ class QdrantServerIndex(QdrantCollectionIndex):
         self._manifest = manifest
         self._wanted = bm25 or Bm25Params()
         self._params = replace(self._wanted, avg_len=self._wanted.avg_len or DEFAULT_AVG_LEN)
-        self._bm25 = _bm25(self._params)
+        self._bm25 = bm25_encoder(self._params)
         self._writes = threading.Lock()  # a write and a rebuild's copy of a page, one at a time
         self._building: _Building | None = None
         self._rebuild_with = rebuild_with
@@ -121,7 +116,7 @@ class QdrantServerIndex(QdrantCollectionIndex):
             found = self._metadata(serving)
             if self._matches(found):
                 self._params = Bm25Params(**found["bm25"])
-                self._bm25 = _bm25(self._params)
+                self._bm25 = bm25_encoder(self._params)
                 return
             if self._rebuild_with is None:
                 break
@@ -222,7 +217,7 @@ class QdrantServerIndex(QdrantCollectionIndex):
         numbers = generations.generations(self._client, self._collection)  # a dead build's number too:
         generations.drop_dead_builds(self._client, self._collection)  # never reused, if it wakes up
         building = _Building(
-            generations.generation_name(self._collection, max(numbers, default=0) + 1), _bm25(params)
+            generations.generation_name(self._collection, max(numbers, default=0) + 1), bm25_encoder(params)
         )
         self._create_generation(building.collection, params, building=True)
         try:
@@ -304,7 +299,7 @@ class QdrantServerIndex(QdrantCollectionIndex):
         points = [
             models.PointStruct(
                 id=str(record.id),
-                vector={VECTOR_NAME: vector, SPARSE_NAME: _sparse(building.bm25, document.full_text)},
+                vector={VECTOR_NAME: vector, SPARSE_NAME: sparse_vector(building.bm25, document.full_text)},
                 payload=record.payload,
             )
             for record, document, vector in zip(records, documents, dense, strict=True)
@@ -328,7 +323,7 @@ class QdrantServerIndex(QdrantCollectionIndex):
         return [
             models.PointStruct(
                 id=doc.key,
-                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: _sparse(bm25, doc.full_text)},
+                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: sparse_vector(bm25, doc.full_text)},
                 payload=to_payload(doc),
             )
             for doc, row in zip(documents, vectors, strict=True)
@@ -402,16 +397,6 @@ class SparseTextLeg:
 
 def _scored(response: models.QueryResponse) -> list[ScoredKey]:
     return [ScoredKey(key=str(point.id), score=float(point.score)) for point in response.points]
-
-
-def _bm25(params: Bm25Params) -> qe.Bm25:
-    assert params.avg_len is not None
-    return qe.Bm25(qe.Bm25Config(k=params.k, b=params.b, avg_len=params.avg_len, language="english"))
-
-
-def _sparse(bm25: qe.Bm25, text: str) -> models.SparseVector:
-    sparse = bm25.embed_document(text)
-    return models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
 
 
 def _dense(vector: Any) -> list[float]:

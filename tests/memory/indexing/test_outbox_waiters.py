@@ -139,3 +139,62 @@ async def test_a_waiter_whose_time_runs_out_says_so_and_is_forgotten(db: Databas
     assert sender._waiters == {}  # no waiter stays registered after it returned
     assert await sender.deliver_once() == 2
     assert await sender.wait_delivered(ids, within=0.1) is True
+
+
+async def test_many_waiters_cost_one_store_read_per_poll_interval(db: Database) -> None:
+    """A tenant holding many ``wait_searchable`` calls open while nothing delivers (RetrievalService
+    down, or its jobs far back in the queue) must not make MemoryService read the store once per
+    waiter per poll interval: 2,000 such calls kept one core busy and slowed every other tenant's
+    reads 3-4x (/tmp probe, 2026-12-04). One read per interval serves every waiter."""
+    poll, waiting_for = 0.05, 0.5
+    sender = worker(db, Retrieval(), poll=poll)  # never started: nothing delivers
+    reads: list[int] = []
+    read = db.read
+
+    async def counted(work: Callable[[Connection], Any]) -> Any:
+        reads.append(1)
+        return await read(work)
+
+    writes = [write(db, f"w{i}") for i in range(40)]
+    db.read = counted  # type: ignore[method-assign]
+    waits = [asyncio.create_task(sender.wait_delivered(ids, within=NEVER)) for ids in writes]
+    try:
+        await asyncio.sleep(waiting_for)
+        # at most one read per interval that passed (a slow machine makes fewer, never more)
+        assert len(reads) <= waiting_for / poll + 2, len(reads)
+        assert not any(wait.done() for wait in waits)
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+        db.read = read  # type: ignore[method-assign]
+    assert sender._waiters == {}
+
+
+async def test_a_poll_releases_only_the_waiters_registered_before_it_read(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The poll reads which of the waited-for jobs are still pending. A waiter that registered while
+    that read ran may wait for a new job that took a delivered job's id (SQLite reuses ids once the
+    table is empty): the read's answer is about the old job, so it must not release the new waiter."""
+    here = worker(db, Retrieval(), poll=0.05)  # never started: another replica's worker delivers
+    elsewhere = worker(db, Retrieval())
+    [old] = write(db, "old")
+    first = asyncio.create_task(here.wait_delivered([old], within=NEVER))
+    await asyncio.sleep(0)
+    assert await elsewhere.deliver_once() == 1  # the table is empty: the next job reuses the id
+    read = db.read
+    later: list[asyncio.Task[bool]] = []
+
+    async def a_new_job_lands_while_the_poll_reads(work: Callable[[Connection], Any]) -> Any:
+        result = await read(work)
+        if not later:
+            [new] = write(db, "new")
+            assert new == old
+            later.append(asyncio.create_task(here.wait_delivered([new], within=0.3)))
+            await asyncio.sleep(0)  # it registers before the poll's answer is applied
+        return result
+
+    monkeypatch.setattr(db, "read", a_new_job_lands_while_the_poll_reads)
+    assert await asyncio.wait_for(first, HANG) is True
+    assert await asyncio.wait_for(later[0], HANG) is False  # its job is still pending

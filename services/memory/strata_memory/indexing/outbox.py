@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -136,6 +137,7 @@ class OutboxWorker:
         self._released = 0  # waiters released by the last delivery
         self._released_at = 0  # writes announced when the first of them was released
         self._tasks: list[asyncio.Task[None]] = []
+        self._poller: asyncio.Task[None] | None = None  # reads the store for every waiter (``_poll_waiters``)
         self._in_flight = 0  # batches being delivered now
 
     def start(self) -> None:
@@ -146,10 +148,11 @@ class OutboxWorker:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        tasks = [*self._tasks, *([self._poller] if self._poller is not None else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks = []
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks, self._poller = [], None
 
     def notify(self) -> None:
         """New jobs were committed: deliver now rather than at the next poll."""
@@ -160,10 +163,11 @@ class OutboxWorker:
         """Wait until every job of ``job_ids`` was acknowledged; False if ``within`` seconds passed first.
 
         The worker tells each waiter which of its jobs it completed (``_settled``), so waiters read
-        nothing from the store while this worker delivers their jobs. A waiter reads the store after
-        each poll interval without news of its jobs (another replica's worker may have delivered
-        them, or this worker settled them before the waiter started waiting) and once more when its
-        time is up."""
+        nothing from the store while this worker delivers their jobs. Jobs another replica's worker
+        delivered, or that this worker settled before the waiter started waiting, are found by one
+        poll of the store per poll interval for all waiters together (``_poll_waiters``): however
+        many calls wait, the store is read once per interval. A waiter whose time is up reads the
+        store once more itself."""
         ids = list(job_ids)
         if not ids:
             return True
@@ -171,18 +175,41 @@ class OutboxWorker:
         self._registered += 1
         for job_id in waiter.remaining:
             self._waiters.setdefault(job_id, []).append(waiter)
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(
+                self._poll_waiters(), name="strata-outbox-waiters"
+            )
         try:
             async with asyncio.timeout(within):
-                while True:
-                    await waited(waiter.done.wait(), self._policy.idle_poll_seconds)
-                    if waiter.done.is_set() or not await self._db.read(
-                        lambda conn: index_jobs.pending(conn, ids)
-                    ):
-                        return True
+                await waiter.done.wait()
+                return True
         except TimeoutError:
             return waiter.done.is_set() or not await self._db.read(lambda conn: index_jobs.pending(conn, ids))
         finally:
             self._forget(waiter)
+
+    async def _poll_waiters(self) -> None:
+        """Every poll interval while calls wait: read which of their jobs are still pending and release
+        the waiters none of whose jobs is. Only waiters registered before the read started are
+        released by it: one registered meanwhile may wait for a new job that took the id of a job
+        the read found gone (SQLite reuses ids once the table is empty)."""
+        while self._waiters:
+            await asyncio.sleep(self._policy.idle_poll_seconds)
+            registered_before = self._registered
+            waited_for = list(self._waiters)
+            try:
+                pending = await self._db.read(functools.partial(index_jobs.still_pending, job_ids=waited_for))
+            except Exception:  # the store is away: the waiters wait on, and the next poll tries again
+                log.warning("could not read the outbox for %d waiting calls", len(waited_for), exc_info=True)
+                continue
+            for job_id in waited_for:
+                if job_id in pending:
+                    continue
+                for waiter in list(self._waiters.get(job_id, [])):
+                    if waiter.order < registered_before:
+                        waiter.remaining.discard(job_id)
+                        if not waiter.remaining:
+                            waiter.done.set()
 
     def _forget(self, waiter: _Waiter) -> None:
         for job_id in waiter.remaining:

@@ -233,6 +233,16 @@ def pending(conn: Connection, job_ids: Sequence[int] | None = None) -> int:
     return int(conn.execute(query).scalar_one())
 
 
+def still_pending(conn: Connection, job_ids: Sequence[int], *, chunk: int = 1_000) -> set[int]:
+    """Which of ``job_ids`` are still undelivered (parked ones included), in statements of at most
+    ``chunk`` ids."""
+    found: set[int] = set()
+    for start in range(0, len(job_ids), chunk):
+        query = select(_jobs.c.id).where(_jobs.c.id.in_(list(job_ids[start : start + chunk])))
+        found.update(int(job_id) for job_id in conn.execute(query).scalars())
+    return found
+
+
 def pending_for(conn: Connection, tenant_id: str, document_ids: Sequence[str]) -> list[int]:
     """Ids of the jobs still undelivered for these documents (a retried write waits on them)."""
     query = select(_jobs.c.id).where(

@@ -25,8 +25,8 @@ import numpy as np
 
 from bench import locomo_score_fusion as locomo_docs
 from bench import quality_scifact as sf
-from bench.locomo_recall import conversations, load_questions
 from bench.locomo_select import scored
+from bench.locomo_services import conversations, load_questions
 from strata_memory.config import MemorySettings
 from strata_retrieval.documents import (
     DocumentFilter,

@@ -19,8 +19,8 @@ from typing import Any
 from bench import fusion_report
 from bench import quality_scifact as sf
 from bench.fusion_lab import LAB
-from bench.locomo_recall import conversations, load_questions
 from bench.locomo_select import Grid, Question, Setting, evidence_ranks, scored, table
+from bench.locomo_services import conversations, load_questions
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.fusion import dbsf_ranking
 

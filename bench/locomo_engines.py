@@ -36,6 +36,7 @@ from typing import Any
 import grpc
 
 from bench import locomo_recall as locomo
+from bench import locomo_services as served
 from bench.perf.serve import bench_precision
 from bench.quality_scifact import EmbeddedOnce
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -57,7 +58,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def conversations() -> list[str]:
-    return locomo.CONVERSATIONS or sorted(p.stem for p in (locomo.DATA / "turns").glob("*.jsonl"))
+    return served.CONVERSATIONS or sorted(p.stem for p in (served.DATA / "turns").glob("*.jsonl"))
 
 
 def recall(questions: Sequence[Any], ranked: Mapping[tuple[str, int], list[str]]) -> dict[str, Any]:
@@ -97,14 +98,14 @@ async def run_engine(name: str, embedder: EmbeddedOnce, questions: Sequence[Any]
                 database_url=f"sqlite:///{tmp}/memory.sqlite3",
                 retrieval_address=f"127.0.0.1:{retrieval.server.port}",
                 log_json=False,
-                **locomo.BENCH_SETTINGS,
+                **served.BENCH_SETTINGS,
             )
         )
         try:
             async with grpc.aio.insecure_channel(memory.address) as channel:
                 stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
                 started = time.perf_counter()
-                corpora = {conv: await locomo.load_conversation(stub, conv) for conv in conversations()}
+                corpora = {conv: await served.load_conversation(stub, conv) for conv in conversations()}
                 result: dict[str, Any] = {"index_seconds": round(time.perf_counter() - started, 1)}
                 engine = retrieval.engine
                 assert engine is not None
@@ -123,7 +124,7 @@ async def run_engine(name: str, embedder: EmbeddedOnce, questions: Sequence[Any]
                 for q in questions:
                     corpus = corpora[q.conv]
                     for mode in MODES:
-                        ids = await locomo.search(stub, corpus.agent_id, q.text, mode, locomo.LIMIT)
+                        ids = await served.search(stub, corpus.agent_id, q.text, mode, locomo.LIMIT)
                         ranked[mode][(q.conv, q.index)] = [corpus.dia_of[i] for i in ids]
                 result["search_seconds"] = round(time.perf_counter() - started, 1)
                 result["modes"] = {mode: recall(questions, ranked[mode]) for mode in MODES}
@@ -171,7 +172,7 @@ async def run(engines: Sequence[str], command: str) -> dict[str, Any]:
         OnnxSentenceEmbedder.load(models, precision=bench_precision(), threads=2, batch_size=32)
     )
     convs = conversations()
-    questions = [q for conv in convs for q in locomo.load_questions(conv) if q.evidence]
+    questions = [q for conv in convs for q in served.load_questions(conv) if q.evidence]
     report: dict[str, Any] = {
         "benchmark": "LoCoMo evidence recall per retrieval engine, through MemoryService SearchMessages",
         "command": command,
@@ -197,7 +198,7 @@ def main() -> None:
     command = "python -m bench.locomo_engines" + (f" --engine {args.engine}" if args.engine != "both" else "")
     report = asyncio.run(run(engines, command))
     suffix = ("" if args.engine == "both" else f"_{args.engine}") + (
-        "_sample" if locomo.CONVERSATIONS else ""
+        "_sample" if served.CONVERSATIONS else ""
     )
     out = RESULTS / f"locomo_engines{suffix}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")

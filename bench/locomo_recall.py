@@ -37,16 +37,11 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
+from typing import Any
 
 from bench import locomo_report, locomo_temporal
 from bench.locomo_select import (
-    CATEGORIES,
     Grid,
     Question,
     Ranks,
@@ -56,181 +51,35 @@ from bench.locomo_select import (
     scored,
     table,
 )
+from bench.locomo_services import (
+    BENCH_SETTINGS,
+    Corpus,
+    MemoryStub,
+    Services,
+    conversations,
+    load_conversation,
+    load_questions,
+    message_filter,
+    search,
+    start_services,
+)
 from bench.perf.serve import bench_precision
 from strata.memory.v1 import memory_service_pb2 as mpb
-from strata.memory.v1 import memory_service_pb2_grpc
-from strata.memory.v1 import resources_pb2 as rpb_mem
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.config import MemorySettings
-from strata_memory.main import MemoryServer, start_memory_server
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
-
-DATA = Path(os.environ.get("STRATA_LOCOMO_DIR", "/work/shared/data/locomo"))
-CONVERSATIONS = [c for c in os.environ.get("STRATA_LOCOMO_CONVS", "").split(",") if c]  # smoke runs
 RESULTS = Path(__file__).parent / "results"
 LIMIT = 20
 LEG_LIMIT = 100
-APPEND_BATCH = 100
 TOOL_CHECKS = 25
 LATENCY_QUERIES = 200
-TENANT = "default"
-MODES = {"vector": mpb.SEARCH_MODE_VECTOR, "fts": mpb.SEARCH_MODE_FTS, "hybrid": mpb.SEARCH_MODE_HYBRID}
 # Search-time grid: vector weight (fts weight 1), RRF k, candidate depth per leg.
 VECTOR_WEIGHTS = [1.0, 0.75, 0.5, 0.35, 0.25, 0.0]
 RRF_KS = [5.0, 10.0, 20.0, 30.0, 60.0]
 DEPTHS = [20, 50, 100]
 # Other settings checked against RetrievalService Search with per-request weights (step 3).
 DIRECT_CHECKS = [(1.0, 60.0, 20), (0.25, 30.0, 50)]
-# Small outbox batches: one UpsertDocuments stays well inside its deadline on a busy 2-core machine.
-BENCH_SETTINGS: dict[str, Any] = {"outbox_batch_size": 32}
-
-
-@dataclass
-class Corpus:
-    """One conversation loaded as one agent's recall."""
-
-    conv: str
-    agent_id: str
-    dia_of: dict[str, str] = field(default_factory=dict)  # message id -> dia_id
-    id_of: dict[str, str] = field(default_factory=dict)  # dia_id -> message id
-
-
-def session_time(text: str) -> datetime:
-    """``"1:56 pm on 8 May, 2023"`` as an aware UTC datetime."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turn_content(turn: Mapping[str, Any], *, dated: bool = False) -> str:
-    text = str(turn["text"]).strip()
-    caption = str(turn.get("blip_caption") or "").strip()
-    text = f"{text} [image: {caption}]" if caption else text
-    if dated:
-        when = session_time(turn["session_date_time"])
-        text = f"{text} [said on {when.day} {when:%B %Y}]"
-    return text
-
-
-def conversations() -> list[str]:
-    return CONVERSATIONS or sorted(p.stem for p in (DATA / "turns").glob("*.jsonl"))
-
-
-def load_turns(conv: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (DATA / "turns" / f"{conv}.jsonl").open()]
-
-
-def load_questions(conv: str) -> list[Question]:
-    questions = []
-    for line in (DATA / "questions" / f"{conv}.jsonl").open():
-        q = json.loads(line)
-        if q["category"] in CATEGORIES:
-            evidence = tuple(dict.fromkeys(str(e).strip() for e in q["evidence"] if str(e).strip()))
-            questions.append(Question(conv, q["qa_index"], q["question"], q["category"], evidence))
-    return questions
-
-
-# ---------------------------------------------------------------------------- services
-
-
-@dataclass
-class Services:
-    retrieval: RetrievalApp
-    memory: MemoryServer
-    memory_channel: grpc.aio.Channel
-    retrieval_channel: grpc.aio.Channel
-
-    @property
-    def stub(self) -> MemoryStub:
-        return memory_service_pb2_grpc.MemoryServiceStub(self.memory_channel)
-
-    @property
-    def retrieval_stub(self) -> RetrievalStub:
-        return retrieval_pb2_grpc.RetrievalServiceStub(self.retrieval_channel)
-
-    async def close(self) -> None:
-        await self.memory_channel.close(None)
-        await self.retrieval_channel.close(None)
-        await self.memory.close()
-        await self.retrieval.stop()
-
-
-async def start_services(root: Path, embedder: OnnxSentenceEmbedder, settings: dict[str, Any]) -> Services:
-    retrieval = RetrievalApp(
-        RetrievalSettings(address="127.0.0.1:0", data_dir=root / "retrieval", log_json=False),
-        embedder=embedder,
-    )
-    await retrieval.start()
-    retrieval_address = f"127.0.0.1:{retrieval.server.port}"
-    memory = await start_memory_server(
-        MemorySettings(
-            address="127.0.0.1:0",
-            database_url=f"sqlite:///{root}/memory.sqlite3",
-            retrieval_address=retrieval_address,
-            log_json=False,
-            **settings,
-        )
-    )
-    return Services(
-        retrieval,
-        memory,
-        grpc.aio.insecure_channel(memory.address),
-        grpc.aio.insecure_channel(retrieval_address),
-    )
-
-
-async def load_conversation(stub: MemoryStub, conv: str, *, dated: bool = False) -> Corpus:
-    agent = await stub.CreateAgent(mpb.CreateAgentRequest(agent=rpb_mem.Agent(name=f"locomo-{conv}")))
-    corpus = Corpus(conv, agent.id)
-    turns = load_turns(conv)
-    for start in range(0, len(turns), APPEND_BATCH):
-        batch = turns[start : start + APPEND_BATCH]
-        messages = []
-        for turn in batch:
-            stamp = Timestamp()
-            stamp.FromDatetime(session_time(turn["session_date_time"]))
-            messages.append(
-                rpb_mem.Message(
-                    role=rpb_mem.MESSAGE_ROLE_USER,
-                    name=turn["speaker"],
-                    content=turn_content(turn, dated=dated),
-                    create_time=stamp,
-                )
-            )
-        last = start + APPEND_BATCH >= len(turns)
-        response = await stub.AppendMessages(
-            mpb.AppendMessagesRequest(agent_id=agent.id, messages=messages, wait_searchable=last),
-            timeout=600 if last else 60,
-        )
-        for turn, message in zip(batch, response.messages, strict=True):
-            corpus.dia_of[message.id] = turn["dia_id"]
-            corpus.id_of[turn["dia_id"]] = message.id
-    return corpus
-
-
-async def search(
-    stub: MemoryStub,
-    agent_id: str,
-    query: str,
-    mode: str,
-    limit: int,
-    *,
-    window: tuple[Timestamp, Timestamp] | None = None,
-) -> list[str]:
-    request = mpb.SearchMessagesRequest(agent_id=agent_id, query=query, mode=MODES[mode], limit=limit)
-    if window:
-        request.start_time.CopyFrom(window[0])
-        request.end_time.CopyFrom(window[1])
-    response = await stub.SearchMessages(request)
-    return [hit.message.id for hit in response.hits]
 
 
 def served_setting(context: str) -> Setting:
@@ -350,10 +199,6 @@ async def fusion_checks(
         direct.append({"setting": setting.as_dict(), "questions": len(questions), "identical_top20": same})
     checks["direct_search"] = direct
     return checks
-
-
-def message_filter(agent_id: str) -> rpb.DocumentFilter:
-    return rpb.DocumentFilter(tenant_id=TENANT, agent_ids=[agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE])
 
 
 async def tool_check(

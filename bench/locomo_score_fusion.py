@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.locomo_recall import RESULTS, conversations, load_questions, load_turns, session_time, turn_content
+from bench.locomo_recall import RESULTS
 from bench.locomo_select import METRICS, Setting, evidence_ranks, fuse, scored
+from bench.locomo_services import conversations, load_questions, load_turns, session_time, turn_content
 from bench.quality_scifact import min_max_fusion
 from strata_memory.config import MemorySettings
 from strata_retrieval.documents import (

@@ -30,8 +30,8 @@ from bench import locomo_score_fusion as locomo_docs
 from bench import quality_scifact as sf
 from bench.fusion_lab import LAB
 from bench.fusion_variants import Locomo, dbsf, rrf
-from bench.locomo_recall import conversations
 from bench.locomo_select import evidence_ranks
+from bench.locomo_services import conversations
 from strata_memory.config import MemorySettings
 from strata_retrieval.text_index import QUERY_STOPWORDS, query_words, search_terms
 

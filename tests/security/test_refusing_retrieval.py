@@ -35,6 +35,7 @@ from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.manifest import MANIFEST_NAME
 from strata_retrieval.settings import RetrievalSettings
+from strata_serving.errors import StrataError
 from tests.memory.indexing.test_outbox_retries import jobs, make_due, write
 from tests.memory_process import free_port
 
@@ -164,3 +165,54 @@ async def test_jobs_wait_while_the_qdrant_server_is_down_and_are_delivered_once_
     finally:
         await client.close()
         db.close()
+
+
+@pytest.mark.parametrize("reports_serving", [False, True], ids=["this-release", "serving-but-refusing"])
+async def test_a_refusing_replica_beside_a_healthy_one_costs_no_call(
+    tmp_path: Path, security_embedder: OnnxSentenceEmbedder, reports_serving: bool
+) -> None:
+    """Two RetrievalService replicas behind MemoryService's channel (round robin over the replicas
+    reporting SERVING), one of them on an index of another embedding model. Every upsert and search
+    reaches the healthy one. A replica that reported SERVING while refusing (releases before this one,
+    or a rolling upgrade's older replica: ``serving-but-refusing``) took its share of the calls,
+    each failing with its refusal."""
+    healthy, refusing = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    other_model = tmp_path / "other-model"
+    other_model.mkdir()
+    (other_model / MANIFEST_NAME).write_text(
+        json.dumps({"embedding_model": "bge-small-en", "embedding_dimension": 384})
+    )
+    client = RetrievalClient(f"ipv4:{healthy},{refusing}")
+    refusals: list[str] = []
+    found = 0
+    try:
+        async with (
+            retrieval(healthy, tmp_path / "healthy", security_embedder),
+            retrieval(refusing, other_model, security_embedder, reports_serving=reports_serving),
+        ):
+            for i in range(12):
+                document = rpb.Document(
+                    id=f"message-{i}",
+                    text=f"the ferry number {i} leaves at seven",
+                    kind=rpb.DOCUMENT_KIND_MESSAGE,
+                    scope=rpb.Scope(tenant_id="t", agent_id="agent-1"),
+                )
+                search = rpb.SearchRequest(
+                    query="ferry",
+                    mode=rpb.SEARCH_MODE_FTS,
+                    filter=rpb.DocumentFilter(tenant_id="t"),
+                    top_k=20,
+                )
+                try:
+                    await client.upsert([document])
+                    found = len((await client.search(search)).hits)
+                except StrataError as refused:
+                    refusals.append(str(refused.metadata.get("refusal", refused.reason)))
+    finally:
+        await client.close()
+    if reports_serving:
+        assert refusals, "round robin over two SERVING replicas never reached the refusing one"
+        assert set(refusals) == {"EMBEDDING_MODEL_MISMATCH"}
+    else:
+        assert refusals == []
+        assert found == 12  # every upsert reached the index the searches read

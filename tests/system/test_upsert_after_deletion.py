@@ -53,10 +53,13 @@ async def _indexed_ids(retrieval: RetrievalClient) -> set[str]:
     return {hit.document.id for hit in (await retrieval.search(request)).hits}
 
 
+@pytest.mark.parametrize("deletion", ["passage", "archive"])
 @pytest.mark.parametrize("sender", ["outbox", "reindex"])
 async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_the_document(
-    tmp_path: Path, system_embedder: OnnxSentenceEmbedder, sender: str
+    tmp_path: Path, system_embedder: OnnxSentenceEmbedder, sender: str, deletion: str
 ) -> None:
+    """``deletion``: the passage alone (a DELETE job of that document) or its whole archive (one
+    DELETE_ARCHIVE job of the scope, ordered with no job of the document)."""
     pair = Pair(tmp_path, system_embedder)
     await pair.start_retrieval()
     db = Database(f"sqlite:///{tmp_path}/memory.sqlite3")
@@ -71,8 +74,12 @@ async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_
         sending = asyncio.create_task(_send(sender, db, slow))
         await slow.sending.wait()  # the passage was read from the store and is being sent
         with db.writing() as conn:
-            archive_rows.delete_passage(conn, TENANT, PASSAGE.id)
-            index_jobs.enqueue(conn, TENANT, index_jobs.DELETE, [PASSAGE.id])
+            if deletion == "passage":
+                archive_rows.delete_passage(conn, TENANT, PASSAGE.id)
+                index_jobs.enqueue(conn, TENANT, index_jobs.DELETE, [PASSAGE.id])
+            else:
+                archive_rows.delete_archive(conn, "archive-1")
+                index_jobs.enqueue(conn, TENANT, index_jobs.DELETE_ARCHIVE, ["archive-1"])
         other = OutboxWorker(db, fast)
         assert await other.deliver_once() == (2 if sender == "outbox" else 1)  # the deletion goes through
         slow.release.set()

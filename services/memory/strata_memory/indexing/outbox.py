@@ -24,8 +24,9 @@ the earlier jobs of its document were settled, so each document's jobs still arr
 A caller waiting until its write is searchable (``wait_delivered``) is told by the worker when the
 worker completes its jobs: waiters read nothing from the store while this worker delivers for them,
 so a stream of small writes with ``wait_searchable`` does not multiply store reads by the writers
-waiting. A waiter still reads the store after each poll interval without news (a job another
-replica's worker delivered) and when its time runs out. After a delivery that released waiters, the
+waiting. Jobs another replica's worker delivered are found by one read of the store per poll
+interval for all waiters together (``_poll_waiters``), however many calls wait; a waiter reads the
+store itself only when its time runs out. After a delivery that released waiters, the
 worker waits up to ``linger_seconds`` for as many new writes before claiming (``_linger``): writers
 that waited write again at once, and their writes then share one batch instead of trickling out in
 several, each with its own claim, settlement and RetrievalService call.

@@ -20,7 +20,7 @@ import sys
 from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import URL
 
-from scripts.run_services import Launcher
+from scripts.run_services import Launcher, retrieval_refusal
 
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/strata"
 DEFAULT_RETRIEVAL_ADDRESS = "127.0.0.1:50060"
@@ -63,7 +63,7 @@ def main() -> int:
         retrieval_process = launcher.spawn(
             "strata_retrieval.main", env | {"STRATA_RETRIEVAL_ADDRESS": retrieval}
         )
-        launcher.serving("retrieval service", retrieval, retrieval_process)
+        launcher.serving("retrieval service", retrieval, retrieval_process, retrieval_refusal)
         members = [
             launcher.spawn(
                 "strata_memory.main",

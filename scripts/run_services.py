@@ -15,7 +15,11 @@ import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
+import grpc
+
+from strata.retrieval.v1 import retrieval_pb2
 from strata_serving.probe import wait_until_serving
+from strata_serving.status import error_info_from
 
 SERVICES = (
     ("retrieval", "strata_retrieval.main", "STRATA_RETRIEVAL_ADDRESS", "127.0.0.1:50052"),
@@ -55,10 +59,17 @@ class Launcher:
         self.processes.append(process)
         return process
 
-    def serving(self, name: str, address: str, process: subprocess.Popen[bytes]) -> None:
-        """Wait until the process reports SERVING on ``address``, and say so."""
+    def serving(
+        self,
+        name: str,
+        address: str,
+        process: subprocess.Popen[bytes],
+        refusal: Callable[[str], str | None] | None = None,
+    ) -> None:
+        """Wait until the process reports SERVING on ``address``, and say so; stop at once with the
+        reason when ``refusal`` says it never will."""
         try:
-            wait_until_serving(address, process)
+            wait_until_serving(address, process, refusal=refusal)
         except (RuntimeError, TimeoutError) as failure:
             raise SystemExit(f"{name}: {failure}") from None
         print(f"strata: {name} SERVING on {address}", file=sys.stderr, flush=True)
@@ -69,11 +80,36 @@ class Launcher:
             time.sleep(0.5)
 
 
+def retrieval_refusal(address: str) -> str | None:
+    """Why a RetrievalService that is up but NOT_SERVING never will be as configured (an index built
+    with another embedding model, its disk full: it answers every call with that), or None while it
+    is starting, serving, or cannot be asked (TLS, an API key)."""
+    with grpc.insecure_channel(address) as channel:
+        stats = channel.unary_unary(
+            "/strata.retrieval.v1.RetrievalService/Stats",
+            request_serializer=retrieval_pb2.StatsRequest.SerializeToString,
+            response_deserializer=retrieval_pb2.StatsResponse.FromString,
+        )
+        try:
+            stats(retrieval_pb2.StatsRequest(), timeout=1.0)
+        except grpc.RpcError as refused:
+            if refused.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                return f"{refused.code().name} ({_reason(refused)}): {refused.details()}"
+    return None
+
+
+def _reason(error: grpc.RpcError) -> str:
+    """The ErrorInfo reason Strata's errors carry, from the status details."""
+    info = error_info_from(error.trailing_metadata())
+    return info.reason if info is not None else "no reason given"
+
+
 def main() -> int:
     with Launcher() as launcher:
         for name, module, variable, default in SERVICES:
             address = os.environ.get(variable, default)
-            launcher.serving(f"{name} service", address, launcher.spawn(module))
+            refusal = retrieval_refusal if name == "retrieval" else None
+            launcher.serving(f"{name} service", address, launcher.spawn(module), refusal)
         launcher.serve(lambda: all(p.poll() is None for p in launcher.processes))
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from tests.memory_process import free_port
 
 
 def _listening_address(process: subprocess.Popen[str]) -> str:
@@ -61,3 +63,44 @@ def test_module_entry_point_serves_and_stops_on_sigterm(
         if process.stderr is not None:
             process.stderr.close()
     assert (tmp_path / "data" / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_make_run_stops_at_once_with_the_reason_when_retrieval_refuses_its_index(
+    tmp_path: Path, model_cache: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    """`make run`'s launcher on a data folder built with another embedding model: RetrievalService
+    stays NOT_SERVING (it would refuse every call), and the launcher says why and stops instead of
+    waiting out its 120 s for SERVING with nothing to show."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "manifest.json").write_text(
+        json.dumps({"embedding_model": "bge-small-en", "embedding_dimension": 384})
+    )
+    env = {
+        **os.environ,
+        "STRATA_RETRIEVAL_ADDRESS": f"127.0.0.1:{free_port()}",
+        "STRATA_MEMORY_ADDRESS": f"127.0.0.1:{free_port()}",
+        "STRATA_RETRIEVAL_DATA_DIR": str(data),
+        "STRATA_RETRIEVAL_MODEL_CACHE_DIR": str(model_cache),  # built by the session's embedder
+    }
+    began = time.monotonic()
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "scripts.run_services"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its services too are killed below whatever happens
+    )
+    try:
+        _, stderr = launcher.communicate(timeout=100)  # under the launcher's own 120 s wait for SERVING
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.wait()
+    assert launcher.returncode != 0
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("retrieval service: refuses to serve"), last
+    assert "EMBEDDING_MODEL_MISMATCH" in last
+    assert "bge-small-en" in last
+    assert time.monotonic() - began < 100

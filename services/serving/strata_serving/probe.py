@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -45,11 +46,17 @@ def serving(address: str, service: str = "", timeout: float = 2.0) -> bool:
 
 
 def wait_until_serving(
-    address: str, process: subprocess.Popen[bytes], within: float = 120.0, every: float = 0.2
+    address: str,
+    process: subprocess.Popen[bytes],
+    within: float = 120.0,
+    every: float = 0.2,
+    *,
+    refusal: Callable[[str], str | None] | None = None,
 ) -> None:
     """Return once the server ``process`` started on ``address`` reports SERVING.
 
-    Raises :class:`RuntimeError` if the process exits first and :class:`TimeoutError` after
+    Raises :class:`RuntimeError` if the process exits first, or as soon as ``refusal(address)``
+    (asked while the server is not SERVING) says why it never will, and :class:`TimeoutError` after
     ``within`` seconds.
     """
     deadline = time.monotonic() + within
@@ -58,6 +65,8 @@ def wait_until_serving(
             raise RuntimeError(f"the process for {address} exited with code {process.returncode}")
         if serving(address, timeout=1.0):
             return
+        if refusal is not None and (why := refusal(address)):
+            raise RuntimeError(f"refuses to serve at {address}: {why}")
         time.sleep(every)
     raise TimeoutError(f"{address} did not report SERVING within {within:.0f} s")
 

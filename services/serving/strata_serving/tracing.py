@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import random
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any, ParamSpec, TypeVar
@@ -23,6 +24,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 _P = ParamSpec("_P")
@@ -140,7 +142,27 @@ def tracer_provider(service_name: str, sample_ratio: float = 1.0) -> TracerProvi
     return TracerProvider(
         resource=Resource.create({"service.name": service_name}),
         sampler=ParentBased(TraceIdRatioBased(sample_ratio)),
+        id_generator=_PrivateRandomIds(),
     )
+
+
+class _PrivateRandomIds(RandomIdGenerator):
+    """Random trace and span ids, as the SDK's default makes them, but from a generator of their own:
+    the default draws from the process's global ``random`` state, which every span then advances (a
+    program embedding the server would see its seeded sequence move per call)."""
+
+    def __init__(self) -> None:
+        self._random = random.Random()
+
+    def generate_span_id(self) -> int:
+        while (span_id := self._random.getrandbits(64)) == trace.INVALID_SPAN_ID:
+            pass
+        return span_id
+
+    def generate_trace_id(self) -> int:
+        while (trace_id := self._random.getrandbits(128)) == trace.INVALID_TRACE_ID:
+            pass
+        return trace_id
 
 
 def _exporter(exporter: TraceExporter, otlp_endpoint: str | None) -> SpanExporter:

@@ -54,7 +54,6 @@ from bench.locomo_select import (
 from bench.locomo_services import (
     BENCH_SETTINGS,
     Corpus,
-    MemoryStub,
     Services,
     conversations,
     load_conversation,
@@ -64,6 +63,7 @@ from bench.locomo_services import (
     start_services,
 )
 from bench.perf.serve import bench_precision
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.config import MemorySettings

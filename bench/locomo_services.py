@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from bench.locomo_select import CATEGORIES, Question
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as rpb_mem
@@ -31,13 +32,6 @@ from strata_memory.main import MemoryServer, start_memory_server
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
-
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 DATA = Path(os.environ.get("STRATA_LOCOMO_DIR", "/work/shared/data/locomo"))
 CONVERSATIONS = [c for c in os.environ.get("STRATA_LOCOMO_CONVS", "").split(",") if c]  # smoke runs

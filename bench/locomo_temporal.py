@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from bench.locomo_select import METRICS, Question, Ranks, Setting, table
+from strata.client.async_stubs import MemoryStub
 
 if TYPE_CHECKING:
     from bench.locomo_recall import IndexRun
-    from bench.locomo_services import Corpus, MemoryStub
+    from bench.locomo_services import Corpus
 
 AFTER_DAYS = 31
 LIMIT = 20

@@ -18,21 +18,17 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.perf import process_cpu
 from bench.replica_processes import Cluster, balanced_channel, child_environment, free_port
+from strata.client.async_stubs import RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_serving.probe import wait_until_serving
-
-if TYPE_CHECKING:
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 MESSAGES, BATCH, IN_FLIGHT, ROUNDS = 1200, 50, 4, 2
 REPLICAS = (1, 3)

@@ -27,7 +27,8 @@ from typing import Any
 
 import grpc
 
-from bench.locomo_services import MemoryStub, start_services
+from bench.locomo_services import start_services
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.limits import MAX_FILTER_TAGS, MAX_TAG_CHARS

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -48,6 +48,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.processes import ServerProcess
 from bench.perf.serve import MODEL_CACHE, bench_precision
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as mres
@@ -60,13 +61,6 @@ from strata_retrieval.conversions import document_from_pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.settings import RetrievalSettings
 from strata_serving.tenancy import DEFAULT_TENANT
-
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 DATA = Path(os.environ.get("STRATA_LOCOMO_DIR", "/work/shared/data/locomo"))
 RESULTS = Path(__file__).resolve().parent.parent / "results"

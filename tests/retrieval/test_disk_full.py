@@ -20,11 +20,12 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 import grpc
 import pytest
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as mpb
@@ -35,13 +36,6 @@ from strata_serving.status import error_info_from
 from tests.memory_process import free_port, wait_serving
 from tests.retrieval.service_fixtures import MEMORIES, TENANT, passage, search
 from tests.security.faults import indexed, memory_server, wait_until
-
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 TMPFS_SIZE = "48m"
 RESERVE_BYTES = 4 * 1024 * 1024

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import grpc
 import pytest
 
 from strata.admin.v1 import admin_pb2 as admin
 from strata.admin.v1 import admin_pb2_grpc
+from strata.client.async_stubs import AdminStub, MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -23,15 +24,6 @@ from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 from tests.security.certificates import Pki, make_pki
-
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-    AdminStub = admin_pb2_grpc.AdminServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
-    AdminStub = admin_pb2_grpc.AdminServiceStub
 
 ADMIN_KEY = "admin-key-for-tests-0123456789"
 SERVICE_KEY = "service-key-for-tests-0123456789"

@@ -21,13 +21,14 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 from google.protobuf import field_mask_pb2
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -37,13 +38,6 @@ from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
 from tests.memory_process import MemoryProcess, free_port, wait_serving
 from tests.security.integrity import store_problems
-
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 
 @dataclass

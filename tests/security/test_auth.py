@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from strata.admin.v1 import admin_pb2 as admin
 from strata.admin.v1 import admin_pb2_grpc
 from strata.client import AsyncMemoryClient, NotFoundError, UnauthenticatedError
+from strata.client.async_stubs import AdminStub, MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -25,9 +26,6 @@ from tests.memory.integration.conftest import expect_error
 from tests.security.conftest import (
     ADMIN_KEY,
     SERVICE_KEY,
-    AdminStub,
-    MemoryStub,
-    RetrievalStub,
     Stack,
     bearer,
     create_key,

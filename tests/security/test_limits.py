@@ -10,6 +10,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -23,7 +24,7 @@ from strata_serving.status import error_info_from
 from tests.memory.integration.conftest import expect_error
 from tests.memory_process import free_port
 from tests.security import faults
-from tests.security.conftest import MemoryStub, RetrievalStub, Stack
+from tests.security.conftest import Stack
 
 CREATE_PASSAGES = "/strata.memory.v1.MemoryService/CreatePassages"
 TENANT_A = (("x-strata-tenant", "tenant-a"),)

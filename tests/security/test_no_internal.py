@@ -17,12 +17,13 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.memory.integration.conftest import expect_error
-from tests.security.conftest import MemoryStub, Stack
+from tests.security.conftest import Stack
 
 EAST, WEST = "Asia/Tokyo", "America/Los_Angeles"
 YEAR_1 = Timestamp(seconds=-62_135_596_800)  # 0001-01-01T00:00:00Z, the first representable second

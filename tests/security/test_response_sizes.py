@@ -10,12 +10,13 @@ import grpc
 import pytest
 
 from strata.client import AsyncMemoryClient
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.limits import channel_options, outbox_batch_bytes
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.security.conftest import MemoryStub, Stack
+from tests.security.conftest import Stack
 
 MIB = 1024 * 1024
 ANY_SIZE = [("grpc.max_receive_message_length", -1)]

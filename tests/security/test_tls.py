@@ -12,6 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata.client import AsyncMemoryClient, UnavailableError
 from strata.client.arguments import tls_credentials
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -20,7 +21,7 @@ from strata_serving.probe import main as probe_main
 from strata_serving.tls import server_tls
 from tests.memory.integration.conftest import expect_error
 from tests.security.certificates import Pki
-from tests.security.conftest import MemoryStub, Stack
+from tests.security.conftest import Stack
 
 FAST_FAIL = [("grpc.use_local_subchannel_pool", 1)]
 

@@ -6,25 +6,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import grpc
 import pytest
 
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2_grpc
-from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
-
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,10 @@ from typing import Any
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.message import Message
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from tests.system.conftest import MemoryStub, RetrievalStub
 
 A, B = "tenant-a", "tenant-b"
 CONVERSATION = "c1"

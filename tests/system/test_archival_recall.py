@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
-from tests.system.conftest import MemoryStub
 
 USER, ASSISTANT = pb.MESSAGE_ROLE_USER, pb.MESSAGE_ROLE_ASSISTANT
 

@@ -8,13 +8,14 @@ import shutil
 import grpc
 import pytest
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from tests.memory_process import MemoryProcess
-from tests.system.conftest import MemoryStub, Pair, RetrievalStub
+from tests.system.conftest import Pair
 
 TOPICS = [
     "sailing in Norway",

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
-from tests.system.conftest import MemoryStub
 
 SEARCH = "/strata.retrieval.v1.RetrievalService/Search"
 SEARCH_ARCHIVAL = "/strata.memory.v1.MemoryService/SearchArchival"

@@ -12,15 +12,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 import pytest
 
 from strata.admin.v1 import admin_pb2 as admin
 from strata.admin.v1 import admin_pb2_grpc
+from strata.client.async_stubs import AdminStub, MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
-from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
@@ -36,15 +36,6 @@ from tests.security.conftest import (
     bearer,
     new_tenant,
 )
-
-if TYPE_CHECKING:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceAsyncStub
-    AdminStub = admin_pb2_grpc.AdminServiceAsyncStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceAsyncStub
-else:
-    MemoryStub = memory_service_pb2_grpc.MemoryServiceStub
-    AdminStub = admin_pb2_grpc.AdminServiceStub
-    RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub
 
 DEEP_JSON = "[" * 3000
 LONE_SURROGATE = '{"m": "otters \\ud800 hold hands"}'

@@ -9,6 +9,7 @@ import json
 import grpc
 import pytest
 
+from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -17,7 +18,7 @@ from strata_memory.main import start_memory_server
 from strata_memory.store.copy import TargetNotEmpty, copy_store
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.store_backends import postgres_schema
-from tests.system.conftest import MemoryStub, Pair
+from tests.system.conftest import Pair
 
 __all__ = ["postgres_schema"]
 pytestmark = pytest.mark.slow

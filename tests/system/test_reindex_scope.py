@@ -11,11 +11,12 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from tests.system.conftest import MemoryStub, Pair, RetrievalStub
+from tests.system.conftest import Pair
 
 A, B = "tenant-a", "tenant-b"
 GHOST = rpb.Document(

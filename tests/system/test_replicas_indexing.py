@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -19,7 +20,7 @@ from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.memory_process import MemoryProcess
 from tests.store_backends import postgres_schema
-from tests.system.conftest import MemoryStub, Pair, RetrievalStub
+from tests.system.conftest import Pair
 
 __all__ = ["postgres_schema"]
 pytestmark = pytest.mark.slow

@@ -22,13 +22,14 @@ from google.protobuf.descriptor import Descriptor, MethodDescriptor
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.message import Message
 
+from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.system.conftest import MemoryStub, Pair, RetrievalStub
+from tests.system.conftest import Pair
 from tests.system.tenant_world import CONVERSATION, A, B, Objects, as_tenant, populate, state
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2
@@ -19,6 +19,7 @@ from strata_memory import conversions as conv
 from strata_memory.indexing.reindex import ReindexScope
 from strata_memory.limits import MAX_REINDEX_BATCH, MAX_SEARCH_RESULTS
 from strata_memory.operations.archival import Written
+from strata_memory.operations.memory_operations import MemoryOperations
 from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.search import SearchWindow
 from strata_memory.store.records import ArchiveRecord
@@ -26,9 +27,6 @@ from strata_serving import timestamps
 from strata_serving.auth import recheck_credentials, require_operator
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
-
-if TYPE_CHECKING:
-    from strata_memory.servicer import MemoryOperations
 
 Context = grpc.aio.ServicerContext[Any, Any]
 SEARCH_MODES = {

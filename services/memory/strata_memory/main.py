@@ -32,11 +32,12 @@ from strata_memory.operations.blocks import Blocks
 from strata_memory.operations.external_tools import ExternalTools
 from strata_memory.operations.files import Files
 from strata_memory.operations.idempotency import RequestPruner
+from strata_memory.operations.memory_operations import MemoryOperations
 from strata_memory.operations.messages import Messages
 from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.tools import ToolRunner
-from strata_memory.servicer import MemoryOperations, MemoryServicer
+from strata_memory.servicer import MemoryServicer
 from strata_memory.store.database import Database
 from strata_memory.store.notices import JobNotices
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -14,37 +13,18 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata_memory import conversions as conv
 from strata_memory.archival_servicer import ArchivalHandlers
 from strata_memory.domain.tools import RETRIEVAL_TOOLS, tool_schemas
-from strata_memory.indexing.reindex import Reindexer
-from strata_memory.operations.agents import AGENT_FIELDS, Agents
-from strata_memory.operations.archival import Archives, IndexQueue
-from strata_memory.operations.blocks import BLOCK_FIELDS, BlockLocator, Blocks
-from strata_memory.operations.files import FILE_FIELDS, Files
-from strata_memory.operations.messages import Messages
+from strata_memory.operations.agents import AGENT_FIELDS
+from strata_memory.operations.blocks import BLOCK_FIELDS, BlockLocator
+from strata_memory.operations.files import FILE_FIELDS
+from strata_memory.operations.memory_operations import MemoryOperations
 from strata_memory.operations.pagination import next_token, page_from
-from strata_memory.operations.prompts import Prompts, PromptView
-from strata_memory.operations.search import Search
-from strata_memory.operations.tools import ToolCall, ToolRunner
+from strata_memory.operations.prompts import PromptView
+from strata_memory.operations.tools import ToolCall
 from strata_memory.request_checks import checked_requests
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
 
 Context = grpc.aio.ServicerContext[Any, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryOperations:
-    """Everything the servicer delegates to, built once in ``main``."""
-
-    agents: Agents
-    blocks: Blocks
-    files: Files
-    messages: Messages
-    prompts: Prompts
-    tools: ToolRunner
-    archives: Archives
-    search: Search
-    reindexer: Reindexer
-    index_queue: IndexQueue
 
 
 @checked_requests(api.DESCRIPTOR.services_by_name["MemoryService"])  # no NUL, no unknown enum value

@@ -34,7 +34,7 @@ TARGETS = (
         "services/memory",
         "strata_memory",
         ("strata_memory/operations/*",),
-        ("tests/memory/operations",),
+        ("tests/memory/operations", "tests/memory/indexing/test_outbox_retries.py"),
     ),
     Target(
         "memory-indexing",

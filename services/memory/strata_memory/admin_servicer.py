@@ -9,9 +9,9 @@ import grpc
 
 from strata.admin.v1 import admin_pb2 as pb
 from strata.admin.v1 import admin_pb2_grpc as pb_grpc
-from strata_memory.access import ApiKeys
 from strata_memory.conversions import timestamp
-from strata_memory.indexing.parked import ParkedJobs
+from strata_memory.operations.api_keys import ApiKeys
+from strata_memory.operations.parked_jobs import ParkedJobs
 from strata_memory.store.api_keys import ApiKeyRecord
 from strata_memory.store.index_jobs import ParkedJob
 

@@ -17,16 +17,15 @@ from strata.memory.v1 import (
     memory_service_pb2,
     memory_service_pb2_grpc,
 )
-from strata_memory.access import ApiKeys, MemoryAuthenticator
 from strata_memory.admin_servicer import AdminServicer
 from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.parked import ParkedJobs
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_client import RetrievalClient
 from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED
 from strata_memory.metrics import DeliveryMetrics, OutboxCollector
 from strata_memory.operations.agents import Agents
+from strata_memory.operations.api_keys import ApiKeys, MemoryAuthenticator
 from strata_memory.operations.archival import Archives
 from strata_memory.operations.blocks import Blocks
 from strata_memory.operations.external_tools import ExternalTools
@@ -34,6 +33,7 @@ from strata_memory.operations.files import Files
 from strata_memory.operations.idempotency import RequestPruner
 from strata_memory.operations.memory_operations import MemoryOperations
 from strata_memory.operations.messages import Messages
+from strata_memory.operations.parked_jobs import ParkedJobs
 from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.tools import ToolRunner

@@ -26,8 +26,8 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.domain.errors import RetrievalUnavailable
 from strata_memory.indexing.fairness import smallest_share_first
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.parked import MAX_RETRY_IDS, ParkedJobs
 from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.operations.parked_jobs import MAX_RETRY_IDS, ParkedJobs
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs, schema
 from strata_memory.store.database import Database

@@ -6,6 +6,9 @@ LLM reads) instead of a failed RPC, so the vocabulary is the same on both paths.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
+
 from strata_serving.errors import (
     Aborted,
     AlreadyExists,
@@ -70,6 +73,53 @@ class EtagMismatch(Aborted):
             "re-read it and retry.",
             metadata={"resource": resource, "expected_etag": expected, "actual_etag": actual},
         )
+
+
+class MergeConflict(Aborted):
+    """An edit based on an older version overlaps what changed since: nothing was written.
+
+    Each conflicting hunk is a ``BadRequest`` field violation (``block.value`` or the whole field that
+    both sides set) and, as JSON, the ErrorInfo metadata ``hunks`` (``base_start``, ``base_end``,
+    ``base``, ``current``, ``proposed``), so a client can show or resolve them without re-reading.
+    """
+
+    default_reason = "MERGE_CONFLICT"
+
+    def __init__(
+        self,
+        resource: str,
+        *,
+        base_version: int,
+        current_version: int,
+        hunks: Sequence[Mapping[str, object]],
+        violations: Sequence[tuple[str, str]],
+    ) -> None:
+        super().__init__(
+            f"{resource} changed since version {base_version} where this edit changes it too "
+            f"({len(violations)} conflicting hunk(s), now at version {current_version}); nothing was "
+            "written. Re-read the block, redo the edit on its current text and retry.",
+            metadata={
+                "resource": resource,
+                "base_version": base_version,
+                "current_version": current_version,
+                "conflicts": len(violations),
+                "hunks": json.dumps(list(hunks), ensure_ascii=False),
+            },
+            field_violations=violations,
+        )
+
+
+class UnknownBase(InvalidArgument):
+    """A ``base_etag`` names no version in the block's history (another block's, or made up)."""
+
+    default_reason = "UNKNOWN_BASE_ETAG"
+
+    def __init__(self, resource: str, base_etag: str, *, field: str = "base_etag") -> None:
+        problem = (
+            f"{base_etag!r} is not the etag of any version of {resource} in its history; "
+            "send an etag the block returned (GetBlock, ListBlocks, ListBlockVersions)"
+        )
+        super().__init__(f"{field}: {problem}", field_violations=[(field, problem)])
 
 
 class ToolArgumentError(InvalidArgument):

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 
 from strata_memory.domain.budgets import check_budget, check_limit_change, validate_label, validate_limit
-from strata_memory.domain.errors import BlockNotFound, EtagMismatch
+from strata_memory.domain.errors import BlockNotFound, EtagMismatch, UnknownBase
+from strata_memory.domain.merge import merged_changes
 from strata_memory.domain.model import Block
 from strata_memory.domain.newlines import changes_with_lf, normalise_newlines
 from strata_memory.operations.agents import checked_block
@@ -81,9 +82,25 @@ class Blocks:
         return await self._db.read(work)
 
     async def update(
-        self, tenant_id: str, locator: BlockLocator, changes: Mapping[str, object], etag: str, *, actor: str
+        self,
+        tenant_id: str,
+        locator: BlockLocator,
+        changes: Mapping[str, object],
+        etag: str,
+        *,
+        actor: str,
+        base_etag: str = "",
     ) -> BlockRecord:
-        """Apply ``changes`` (field name → new value, names from BLOCK_FIELDS) under the budget."""
+        """Apply ``changes`` (field name → new value, names from BLOCK_FIELDS) under the budget.
+
+        ``etag`` means "only if the block is still there"; ``base_etag`` means "these changes were
+        made to that version": when the block has moved on since, they are three-way merged into it
+        (:func:`merge_onto`) and the merged result is what the budget is checked on and written.
+        """
+        if etag and base_etag:
+            raise InvalidArgument.field(
+                "base_etag", "send etag (only if unchanged) or base_etag (merge onto changes since), not both"
+            )
         unknown = sorted(set(changes) - set(BLOCK_FIELDS))
         if unknown or not changes:
             raise InvalidArgument.field(
@@ -94,8 +111,9 @@ class Blocks:
         def work(conn: Connection) -> BlockRecord:
             current = locator.lock(conn, tenant_id)
             _check_etag(current, etag)
-            new = _changed(current.block, changes)
-            updated = block_rows.write_block(conn, current, new, source="api:UpdateBlock", actor=actor)
+            wanted, source = merge_onto(conn, current, changes, base_etag, source="api:UpdateBlock")
+            new = _changed(current.block, wanted)
+            updated = block_rows.write_block(conn, current, new, source=source, actor=actor)
             self._prompts.after_memory_change(conn, tenant_id, block_rows.holders(conn, updated.block.id))
             return updated
 
@@ -181,6 +199,35 @@ class Blocks:
             return updated
 
         return await self._db.write(work)
+
+
+def merge_onto(
+    conn: Connection, current: BlockRecord, changes: Mapping[str, object], base_etag: str, *, source: str
+) -> tuple[Mapping[str, object], str]:
+    """``changes``, made to the version ``base_etag`` names, as changes to ``current`` (merged when
+    the block moved on since), and the history source naming both parents (``merged v3 onto v5``).
+    Unchanged when ``base_etag`` is empty or current. Raises UnknownBase or MergeConflict."""
+    if not base_etag or base_etag == current.etag:
+        return changes, source
+    found = block_rows.version_for_etag(conn, current, base_etag)
+    if found is None:
+        raise UnknownBase(f"block '{current.block.label}'", base_etag)
+    merged = merged_changes(version_block(found), current.block, changes)
+    return merged, f"{source}(merged v{found.version} onto v{current.block.version})"
+
+
+def version_block(found: BlockVersionRecord) -> Block:
+    """A history entry as the block it was."""
+    return Block(
+        label=found.label,
+        value=normalise_newlines(found.value),
+        limit=found.limit,
+        description=normalise_newlines(found.description),
+        read_only=found.read_only,
+        metadata=dict(found.metadata),
+        id=found.block_id,
+        version=found.version,
+    )
 
 
 def version_diff(old: BlockVersionRecord, new: BlockVersionRecord) -> str:

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
-from strata_memory.domain.errors import AgentNotFound, BlockNotFound, EtagMismatch
+from strata_memory.domain.budgets import check_budget
+from strata_memory.domain.errors import AgentNotFound, BlockNotFound, EtagMismatch, MergeConflict, UnknownBase
+from strata_memory.domain.merge import merged_changes
 from strata_memory.domain.model import Block, RecompilePolicy
 from strata_memory.domain.tools import (
     RETRIEVAL_TOOLS,
@@ -30,13 +32,14 @@ from strata_memory.domain.tools import (
     tool_envelope,
 )
 from strata_memory.operations.agents import new_id
+from strata_memory.operations.blocks import version_block
 from strata_memory.operations.external_tools import ExternalTools
 from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
 from strata_memory.store import edit_target as edit_rows
 from strata_memory.store.database import Database
-from strata_memory.store.records import AgentRecord, BlockRecord
+from strata_memory.store.records import AgentRecord, BlockRecord, etag_of
 from strata_serving.errors import StrataError
 
 
@@ -60,6 +63,8 @@ class ToolCall:
     name: str
     arguments: str
     etag: str = ""
+    base_etag: str = ""
+    """The call was written against that version of its block: changes since are merged, not lost."""
 
 
 class ToolRunner:
@@ -81,7 +86,7 @@ class ToolRunner:
                     agent, text, recompiled=call.name == "archival_memory_insert" and _on_edit(agent)
                 )
             return await self._db.write(lambda conn: self._apply(conn, call))
-        except (EtagMismatch, AgentNotFound):
+        except (EtagMismatch, MergeConflict, UnknownBase, AgentNotFound):
             raise
         except StrataError as refused:
             timezone = (await self._agent(call)).timezone  # only refusals need it read separately
@@ -107,13 +112,14 @@ class ToolRunner:
             recompile_on_edit=agent.recompile_policy is RecompilePolicy.ON_EDIT,
             result_style=agent.tool_result_style,
         )
-        outcome = plan_tool_call(
-            call.name, call.arguments, {k: r.block for k, r in memory.items()}, options=options
-        )
+        seen = {k: r.block for k, r in memory.items()}
+        base = based_on(conn, memory, call.base_etag)
+        if base is not None:
+            seen[base.label] = _as_seen(memory[base.label].block, base)
+        outcome = plan_tool_call(call.name, call.arguments, seen, options=options)
         _check_etag(call, outcome, memory)
-        touched = [
-            self._apply_change(conn, agent, memory, c, source=f"tool:{call.name}") for c in outcome.changes
-        ]
+        writer = _Writer(conn, agent, memory, source=f"tool:{call.name}", base=base)
+        touched = [writer.apply(c) for c in outcome.changes]
         # Other agents holding a touched block are recompiled too (a block only this agent holds is not
         # looked up again).
         affected = [
@@ -147,62 +153,97 @@ class ToolRunner:
             prompt_recompiled=recompiled,
         )
 
-    def _apply_change(
+
+class _Writer:
+    """Applies a plan's changes in the call's transaction, merging them onto changes made since
+    ``base`` (the version the call was written against) when there is one."""
+
+    def __init__(
         self,
         conn: Connection,
         agent: AgentRecord,
         memory: dict[str, BlockRecord],
-        change: Change,
         *,
         source: str,
-    ) -> str:
+        base: Block | None,
+    ) -> None:
+        self._conn, self._agent, self._memory = conn, agent, memory
+        self._source, self._base = source, base
+
+    def apply(self, change: Change) -> str:
         """Apply one planned change; returns the id of the block it touched."""
-        actor = agent.id
+        conn, agent, memory = self._conn, self._agent, self._memory
         match change:
             case CreateBlock(label=label, value=value, description=description, limit=limit):
                 block = Block(
                     label=label, value=value, description=description, limit=limit, id=new_id("block")
                 )
-                record = block_rows.insert_block(conn, agent.tenant_id, block, source=source, actor=actor)
+                record = block_rows.insert_block(
+                    conn, agent.tenant_id, block, source=self._source, actor=agent.id
+                )
                 block_rows.attach(conn, agent.id, record.block)
                 memory[label] = record
                 return record.block.id
             case SetValue(label=label, value=value):
-                memory[label] = _rewrite(conn, memory, label, {"value": value}, source=source, actor=actor)
+                memory[label] = self._rewrite(label, {"value": value})
                 return memory[label].block.id
             case SetDescription(label=label, description=description):
-                memory[label] = _rewrite(
-                    conn, memory, label, {"description": description}, source=source, actor=actor
-                )
+                memory[label] = self._rewrite(label, {"description": description})
                 return memory[label].block.id
             case RenameBlock(old_label=old, new_label=new):
-                memory[new] = _rewrite(conn, memory, old, {"label": new}, source=source, actor=actor)
+                memory[new] = self._rewrite(old, {"label": new})
                 del memory[old]
                 return memory[new].block.id
             case DeleteBlock(label=label):
                 record = _current(memory, label)
+                if self._base is not None and self._base.id == record.block.id:
+                    _check_unmoved(record, self._base)
                 block_rows.detach(conn, agent.id, record.block.id)
                 block_rows.delete_if_orphaned(conn, [record.block.id])
                 del memory[label]
                 return record.block.id
 
+    def _rewrite(self, label: str, fields: dict[str, object]) -> BlockRecord:
+        """Write ``fields`` (merged onto the changes since the base, for the based-on block; the
+        budget is then checked again, on the merged value)."""
+        current = _current(self._memory, label)
+        source, base = self._source, self._base
+        if base is not None and base.id == current.block.id and base.version != current.block.version:
+            fields = merged_changes(base, current.block, fields)
+            source = f"{source}(merged v{base.version} onto v{current.block.version})"
+            check_budget(current.block, str(fields.get("value", current.block.value)))
+        new = dataclasses.replace(current.block, **fields)  # type: ignore[arg-type]
+        return block_rows.write_block(self._conn, current, new, source=source, actor=self._agent.id)
+
+
+def based_on(conn: Connection, memory: Mapping[str, BlockRecord], base_etag: str) -> Block | None:
+    """The version ``base_etag`` names of one of the agent's blocks, as that block was (under its
+    current label); None without a base etag. Raises UnknownBase when no block has it."""
+    if not base_etag:
+        return None
+    for label, record in memory.items():
+        found = block_rows.version_for_etag(conn, record, base_etag)
+        if found is not None:
+            return dataclasses.replace(version_block(found), label=label)
+    raise UnknownBase("any block of this agent", base_etag)
+
+
+def _as_seen(current: Block, base: Block) -> Block:
+    """What the call's author saw: the base's text and description, with the block's current label,
+    limit and read-only flag (those rules apply to what is written now)."""
+    return dataclasses.replace(current, value=base.value, description=base.description)
+
+
+def _check_unmoved(record: BlockRecord, base: Block) -> None:
+    """Deleting a block merges with nothing: it must still be at the version the call was based on."""
+    if record.block.version != base.version:
+        raise EtagMismatch(
+            f"Block '{record.block.label}'", expected=etag_of(base.id, base.version), actual=record.etag
+        )
+
 
 def _on_edit(agent: AgentRecord) -> bool:
     return agent.recompile_policy is RecompilePolicy.ON_EDIT
-
-
-def _rewrite(
-    conn: Connection,
-    memory: Mapping[str, BlockRecord],
-    label: str,
-    fields: dict[str, str],
-    *,
-    source: str,
-    actor: str,
-) -> BlockRecord:
-    current = _current(memory, label)
-    new = dataclasses.replace(current.block, **fields)  # type: ignore[arg-type]
-    return block_rows.write_block(conn, current, new, source=source, actor=actor)
 
 
 def _current(memory: Mapping[str, BlockRecord], label: str) -> BlockRecord:

@@ -283,6 +283,16 @@ def version(conn: Connection, block_id: str, number: int) -> BlockVersionRecord 
     return None if row is None else _version_record(row)
 
 
+def version_for_etag(conn: Connection, current: BlockRecord, etag: str) -> BlockVersionRecord | None:
+    """The history entry whose etag is ``etag`` (newest first: a merge's base is usually recent);
+    None when no version of this block has it."""
+    block = current.block
+    for number in range(block.version, 0, -1):
+        if etag_of(block.id, number) == etag:
+            return version(conn, block.id, number)
+    return None
+
+
 def _record_version(conn: Connection, block: Block, *, source: str, actor: str, stamp: int) -> None:
     columns = _columns(block)
     del columns["id"], columns["version"]

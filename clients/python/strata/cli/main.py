@@ -20,9 +20,8 @@ from strata.cli import admin, agents, archival, blocks, loadtest, memfs, message
 from strata.cli.commands import UsageError
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
-from strata.client.arguments import API_KEY_ENV, tls_credentials
+from strata.client.arguments import API_KEY_ENV, TARGET_ENV, tls_credentials
 
-TARGET_ENV = "STRATA_MEMORY_TARGET"
 TENANT_ENV = "STRATA_TENANT"
 
 EXIT_FAILURE = 1

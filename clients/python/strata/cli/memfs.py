@@ -19,6 +19,7 @@ from pathlib import Path
 from strata.cli.commands import Subparsers, UsageError, command, group
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, MemoryClient
+from strata.client.arguments import TARGET_ENV
 from strata.memfs import engine
 from strata.memfs.engine import MemfsError
 from strata.memfs.git import GitError
@@ -110,8 +111,6 @@ def _relative(root: Path, path: str) -> str:
 @contextmanager
 def _folder_client(client: MemoryClient, args: argparse.Namespace) -> Iterator[tuple[MemoryClient, Path]]:
     """A client for the folder's recorded server and tenant, and the folder's root."""
-    from strata.cli.main import TARGET_ENV
-
     root = args.dir.resolve()
     try:
         state = load_state(root)

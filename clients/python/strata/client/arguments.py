@@ -16,6 +16,9 @@ from strata.memory.v1 import resources_pb2 as pb
 DEFAULT_TARGET = "127.0.0.1:50051"
 """Where ``make run`` serves MemoryService."""
 
+TARGET_ENV = "STRATA_MEMORY_TARGET"
+"""The environment variable the CLI (``strata``, ``strata memfs``) reads MemoryService's address from."""
+
 DEFAULT_RETRIEVAL_TARGET = "127.0.0.1:50052"
 """Where ``make run`` serves RetrievalService."""
 

@@ -21,7 +21,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_DIR = ROOT / "clients" / "python" / "strata" / "client"
-MODULES = ("async_base", "async_archival", "async_client", "async_retrieval", "async_admin")
+MODULES = (
+    "async_base",
+    "async_archival",
+    "async_agent_files",
+    "async_client",
+    "async_retrieval",
+    "async_admin",
+)
 """The async modules, each generated into ``sync_<rest>.py`` beside it."""
 
 HEADER = '''\

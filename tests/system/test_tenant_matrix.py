@@ -48,6 +48,8 @@ NO_ID = {
     "CreateAgent": "creates in the caller's tenant (tenant_id in the request is output only)",
     "ListAgents": "lists the caller's tenant: test_listing_agents_shows_the_callers_own_only",
     "ListTools": "the tool catalogue, the same for every tenant",
+    "ImportAgentFile": "creates in the caller's tenant; ids inside the file are the file's own names "
+    "(tests/memory/integration/test_agent_files.py::test_an_import_lands_in_the_callers_tenant_only)",
 }
 
 
@@ -169,6 +171,9 @@ CASES: dict[tuple[str, str], Build] = {
     ("RenderMemory", "agent_id"): lambda a, b: api.RenderMemoryRequest(agent_id=b.agent),
     ("GetSystemPrompt", "agent_id"): lambda a, b: api.GetSystemPromptRequest(agent_id=b.agent),
     ("RecompileSystemPrompt", "agent_id"): lambda a, b: api.RecompileSystemPromptRequest(agent_id=b.agent),
+    ("ExportAgentFile", "agent_id"): lambda a, b: api.ExportAgentFileRequest(
+        agent_id=b.agent, with_messages=True
+    ),
     ("ExecuteTool", "agent_id"): lambda a, b: api.ExecuteToolRequest(
         agent_id=b.agent, tool_name="core_memory_append", arguments='{"label": "notes", "content": "taken"}'
     ),

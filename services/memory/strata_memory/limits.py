@@ -58,6 +58,13 @@ def outbox_batch_bytes(max_message_bytes: int) -> int:
     return max_message_bytes - max_message_bytes // 8
 
 
+def agent_file_bytes(max_message_bytes: int) -> int:
+    """The largest Agent File ImportAgentFile accepts: the request limit (``STRATA_MEMORY_MAX_MESSAGE_BYTES``)
+    less an eighth for the envelope, so a file over it is refused as INVALID_ARGUMENT naming the
+    file, not cut off by the transport (7 MiB with the default 8 MiB)."""
+    return max_message_bytes - max_message_bytes // 8
+
+
 def check_tag_filter(tags: Sequence[str], field: str = "tags") -> None:
     """A search's tag filter: at most ``MAX_FILTER_TAGS`` tags of 1 to ``MAX_TAG_CHARS`` characters."""
     if len(tags) > MAX_FILTER_TAGS:

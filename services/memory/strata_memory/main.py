@@ -22,8 +22,9 @@ from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_client import RetrievalClient
-from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED
+from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED, agent_file_bytes
 from strata_memory.metrics import DeliveryMetrics, OutboxCollector
+from strata_memory.operations.agent_files import AgentFiles
 from strata_memory.operations.agents import Agents
 from strata_memory.operations.api_keys import ApiKeys, MemoryAuthenticator
 from strata_memory.operations.archival import Archives
@@ -126,6 +127,9 @@ def build_operations(
             streams_per_tenant=settings.reindex_streams_per_tenant,
         ),
         index_queue=outbox,
+        agent_files=AgentFiles(
+            database, prompts, outbox, max_file_bytes=agent_file_bytes(settings.max_message_bytes)
+        ),
     )
 
 

@@ -11,6 +11,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory import conversions as conv
+from strata_memory.agent_file_servicer import AgentFileHandlers
 from strata_memory.archival_servicer import ArchivalHandlers
 from strata_memory.domain.tools import RETRIEVAL_TOOLS, tool_schemas
 from strata_memory.operations.agents import AGENT_FIELDS
@@ -28,7 +29,7 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 
 @checked_requests(api.DESCRIPTOR.services_by_name["MemoryService"])  # no NUL, no unknown enum value
-class MemoryServicer(ArchivalHandlers, memory_service_pb2_grpc.MemoryServiceServicer):
+class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grpc.MemoryServiceServicer):
     def __init__(self, ops: MemoryOperations) -> None:
         self._ops = ops
 

@@ -50,6 +50,8 @@ UNCONDITIONAL = {
     "DeletePassage": "passages are immutable",
     "Reindex": "rebuilds derived indexes from the store; changes no stored object",
     "RecompileSystemPrompt": "derives the prompt from current memory; changes no memory",
+    "ImportAgentFile": "creates new objects (agents, blocks, messages) from a file",
+    "ExportAgentFile": "reads only",
 }
 """Mutating RPCs that take no etag, each with the reason it needs none."""
 

@@ -12,12 +12,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from strata.client.arguments import block_ref, field_mask, request_id_or_new, tool_arguments
+from strata.client.sync_agent_files import AgentFileMethods
 from strata.client.sync_archival import ArchivalMethods
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 
 
-class MemoryClient(ArchivalMethods):
+class MemoryClient(ArchivalMethods, AgentFileMethods):
     """Every MemoryService RPC over a ``grpc`` channel; use as a context manager or ``close()``.
 
     ``MemoryClient(target, tenant=None, timeout=30.0, credentials=None, options=())``:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from strata_memory.indexing.reindex import Reindexer
+from strata_memory.operations.agent_files import AgentFiles
 from strata_memory.operations.agents import Agents
 from strata_memory.operations.archival import Archives, IndexQueue
 from strata_memory.operations.blocks import Blocks
@@ -34,3 +35,4 @@ class MemoryOperations:
     search: Search
     reindexer: Reindexer
     index_queue: IndexQueue
+    agent_files: AgentFiles

@@ -249,3 +249,21 @@ write_requests = Table(
     Column("resource_ids", JSON, nullable=False),
     Column("created_us", BigInteger, nullable=False, index=True),
 )
+
+# What an Agent File import kept verbatim for one agent (docs/agent-files.md): the agent's, its blocks'
+# and its messages' unmapped fields, the file's top level and its ids, so export gives back the file.
+agent_file_residues = Table(
+    "agent_file_residues",
+    metadata,
+    Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True),
+    Column("tenant_id", String(128), nullable=False),
+    # Agents imported from one file share it; position is the agent's place in the file.
+    Column("import_id", String(64), nullable=False, index=True),
+    Column("position", Integer, nullable=False),
+    Column("agent", JSON, nullable=False),
+    Column("blocks", JSON, nullable=False),
+    Column("messages", JSON, nullable=False),
+    Column("document", JSON, nullable=False),
+    Column("ids", JSON, nullable=False),
+    Column("created_us", BigInteger, nullable=False),
+)

@@ -1617,3 +1617,181 @@ class ExecuteToolResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ExecuteToolResponse: _TypeAlias = ExecuteToolResponse  # noqa: Y015
+
+@_typing.final
+class ImportAgentFileRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_FILE_FIELD_NUMBER: _builtins.int
+    WAIT_SEARCHABLE_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    agent_file: _builtins.bytes
+    """The file's bytes: UTF-8 JSON, either the document or a JSON string holding it (Letta wrote both).
+    At most 32 MiB (docs/security.md), within the server's request limit.
+    """
+    wait_searchable: _builtins.bool
+    """As in AppendMessagesRequest: return only once the imported messages are searchable."""
+    request_id: _builtins.str
+    """As in AppendMessagesRequest: a retry with the same request_id and the same file creates nothing
+    and returns the first call's agents.
+    """
+    def __init__(
+        self,
+        *,
+        agent_file: _builtins.bytes = ...,
+        wait_searchable: _builtins.bool = ...,
+        request_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_file", b"agent_file", "request_id", b"request_id", "wait_searchable", b"wait_searchable"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportAgentFileRequest: _TypeAlias = ImportAgentFileRequest  # noqa: Y015
+
+@_typing.final
+class ImportAgentFileResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENTS_FIELD_NUMBER: _builtins.int
+    BLOCKS_FIELD_NUMBER: _builtins.int
+    REPORT_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def agents(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Agent]:
+        """The created agents, in the file's order."""
+
+    @_builtins.property
+    def blocks(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Block]:
+        """The created blocks, in the file's order."""
+
+    @_builtins.property
+    def report(self) -> Global___AgentFileReport: ...
+    def __init__(
+        self,
+        *,
+        agents: _abc.Iterable[_resources_pb2.Agent] | None = ...,
+        blocks: _abc.Iterable[_resources_pb2.Block] | None = ...,
+        report: Global___AgentFileReport | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["report", b"report"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agents", b"agents", "blocks", b"blocks", "report", b"report"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportAgentFileResponse: _TypeAlias = ImportAgentFileResponse  # noqa: Y015
+
+@_typing.final
+class AgentFileReport(_message.Message):
+    """What an import did with each part of the file."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class IdsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    IDS_FIELD_NUMBER: _builtins.int
+    MESSAGES_IMPORTED_FIELD_NUMBER: _builtins.int
+    KEPT_VERBATIM_FIELD_NUMBER: _builtins.int
+    DROPPED_FIELD_NUMBER: _builtins.int
+    WARNINGS_FIELD_NUMBER: _builtins.int
+    messages_imported: _builtins.int
+    @_builtins.property
+    def ids(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The file's ids ("agent-0", "block-3", "message-7") and the Strata ids they became."""
+
+    @_builtins.property
+    def kept_verbatim(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Paths inside the file kept verbatim but not used by Strata (e.g. "tools", "agents[0].llm_config")."""
+
+    @_builtins.property
+    def dropped(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Paths inside the file that were dropped (secrets and environment variables: never stored)."""
+
+    @_builtins.property
+    def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Things the import accepted but a person should know (e.g. a value over its block's limit)."""
+
+    def __init__(
+        self,
+        *,
+        ids: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        messages_imported: _builtins.int = ...,
+        kept_verbatim: _abc.Iterable[_builtins.str] | None = ...,
+        dropped: _abc.Iterable[_builtins.str] | None = ...,
+        warnings: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dropped", b"dropped", "ids", b"ids", "kept_verbatim", b"kept_verbatim", "messages_imported", b"messages_imported", "warnings", b"warnings"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AgentFileReport: _TypeAlias = AgentFileReport  # noqa: Y015
+
+@_typing.final
+class ExportAgentFileRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    WITH_MESSAGES_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    with_messages: _builtins.bool
+    """Include the agents' recall messages (in order)."""
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        with_messages: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "with_messages", b"with_messages"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportAgentFileRequest: _TypeAlias = ExportAgentFileRequest  # noqa: Y015
+
+@_typing.final
+class ExportAgentFileResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_FILE_FIELD_NUMBER: _builtins.int
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
+    agent_file: _builtins.bytes
+    """The Agent File as UTF-8 JSON."""
+    @_builtins.property
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The Strata ids of the agents written, in the file's order ("agent-0" first)."""
+
+    def __init__(
+        self,
+        *,
+        agent_file: _builtins.bytes = ...,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_file", b"agent_file", "agent_ids", b"agent_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportAgentFileResponse: _TypeAlias = ExportAgentFileResponse  # noqa: Y015

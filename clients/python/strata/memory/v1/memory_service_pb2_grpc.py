@@ -236,6 +236,16 @@ class MemoryServiceStub:
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExecuteToolRequest.SerializeToString,
                 response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExecuteToolResponse.FromString,
                 _registered_method=True)
+        self.ImportAgentFile = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/ImportAgentFile',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ImportAgentFileRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ImportAgentFileResponse.FromString,
+                _registered_method=True)
+        self.ExportAgentFile = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/ExportAgentFile',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -501,6 +511,27 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ImportAgentFile(self, request, context):
+        """Agent Files (Letta's open ".af" format; docs/agent-files.md has the mapping table).
+        Creates every agent, block and message of the file in one transaction: a file that cannot be
+        imported whole is refused (INVALID_ARGUMENT naming the path inside the file, e.g.
+        "agents[0].block_ids[2]") and creates nothing. What Strata does not model (tool code, LLM and
+        embedding settings, groups, skills, MCP servers, files and sources) is kept verbatim with the
+        agents and listed in the report; secrets are never stored.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportAgentFile(self, request, context):
+        """Writes an agent as an Agent File, with the agents imported together with it from one file
+        (its group) and what was kept verbatim at import, so that importing the result gives the same
+        blocks, values, limits and messages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -703,6 +734,16 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ExecuteTool,
                     request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExecuteToolRequest.FromString,
                     response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExecuteToolResponse.SerializeToString,
+            ),
+            'ImportAgentFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ImportAgentFile,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ImportAgentFileRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ImportAgentFileResponse.SerializeToString,
+            ),
+            'ExportAgentFile': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportAgentFile,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1785,6 +1826,60 @@ class MemoryService:
             '/strata.memory.v1.MemoryService/ExecuteTool',
             strata_dot_memory_dot_v1_dot_memory__service__pb2.ExecuteToolRequest.SerializeToString,
             strata_dot_memory_dot_v1_dot_memory__service__pb2.ExecuteToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportAgentFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/ImportAgentFile',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ImportAgentFileRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ImportAgentFileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportAgentFile(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/ExportAgentFile',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileResponse.FromString,
             options,
             channel_credentials,
             insecure,

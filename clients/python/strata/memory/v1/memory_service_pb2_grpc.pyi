@@ -103,6 +103,19 @@ class MemoryServiceStub:
     ListTools: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListToolsRequest, _memory_service_pb2.ListToolsResponse]
     """Memory tools, as an LLM calls them."""
     ExecuteTool: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ExecuteToolRequest, _memory_service_pb2.ExecuteToolResponse]
+    ImportAgentFile: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ImportAgentFileRequest, _memory_service_pb2.ImportAgentFileResponse]
+    """Agent Files (Letta's open ".af" format; docs/agent-files.md has the mapping table).
+    Creates every agent, block and message of the file in one transaction: a file that cannot be
+    imported whole is refused (INVALID_ARGUMENT naming the path inside the file, e.g.
+    "agents[0].block_ids[2]") and creates nothing. What Strata does not model (tool code, LLM and
+    embedding settings, groups, skills, MCP servers, files and sources) is kept verbatim with the
+    agents and listed in the report; secrets are never stored.
+    """
+    ExportAgentFile: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ExportAgentFileRequest, _memory_service_pb2.ExportAgentFileResponse]
+    """Writes an agent as an Agent File, with the agents imported together with it from one file
+    (its group) and what was kept verbatim at import, so that importing the result gives the same
+    blocks, values, limits and messages.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -168,6 +181,19 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     ListTools: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListToolsRequest, _memory_service_pb2.ListToolsResponse]  # type: ignore[assignment]
     """Memory tools, as an LLM calls them."""
     ExecuteTool: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ExecuteToolRequest, _memory_service_pb2.ExecuteToolResponse]  # type: ignore[assignment]
+    ImportAgentFile: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ImportAgentFileRequest, _memory_service_pb2.ImportAgentFileResponse]  # type: ignore[assignment]
+    """Agent Files (Letta's open ".af" format; docs/agent-files.md has the mapping table).
+    Creates every agent, block and message of the file in one transaction: a file that cannot be
+    imported whole is refused (INVALID_ARGUMENT naming the path inside the file, e.g.
+    "agents[0].block_ids[2]") and creates nothing. What Strata does not model (tool code, LLM and
+    embedding settings, groups, skills, MCP servers, files and sources) is kept verbatim with the
+    agents and listed in the report; secrets are never stored.
+    """
+    ExportAgentFile: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ExportAgentFileRequest, _memory_service_pb2.ExportAgentFileResponse]  # type: ignore[assignment]
+    """Writes an agent as an Agent File, with the agents imported together with it from one file
+    (its group) and what was kept verbatim at import, so that importing the result gives the same
+    blocks, values, limits and messages.
+    """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -470,5 +496,30 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.ExecuteToolRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.ExecuteToolResponse, _abc.Awaitable[_memory_service_pb2.ExecuteToolResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ImportAgentFile(
+        self,
+        request: _memory_service_pb2.ImportAgentFileRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ImportAgentFileResponse, _abc.Awaitable[_memory_service_pb2.ImportAgentFileResponse]]:
+        """Agent Files (Letta's open ".af" format; docs/agent-files.md has the mapping table).
+        Creates every agent, block and message of the file in one transaction: a file that cannot be
+        imported whole is refused (INVALID_ARGUMENT naming the path inside the file, e.g.
+        "agents[0].block_ids[2]") and creates nothing. What Strata does not model (tool code, LLM and
+        embedding settings, groups, skills, MCP servers, files and sources) is kept verbatim with the
+        agents and listed in the report; secrets are never stored.
+        """
+
+    @_abc_1.abstractmethod
+    def ExportAgentFile(
+        self,
+        request: _memory_service_pb2.ExportAgentFileRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.ExportAgentFileResponse, _abc.Awaitable[_memory_service_pb2.ExportAgentFileResponse]]:
+        """Writes an agent as an Agent File, with the agents imported together with it from one file
+        (its group) and what was kept verbatim at import, so that importing the result gives the same
+        blocks, values, limits and messages.
+        """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

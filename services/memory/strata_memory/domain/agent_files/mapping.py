@@ -70,7 +70,7 @@ class ImportPlan:
     blocks: tuple[PlannedBlock, ...]
     """The blocks some agent lists, in the file's order (each created once)."""
     document: dict[str, Any]
-    """The top level without ``agents``; ``blocks`` holds only those no agent lists."""
+    """The top level (``agents`` a ``None`` placeholder); ``blocks`` holds only those no agent lists."""
     report: Report
 
     @property
@@ -91,7 +91,7 @@ def plan_import(document: Mapping[str, Any]) -> ImportPlan:
     _unique(dict.fromkeys(message_ids), message_ids, "messages")
     check_references(document, agents, set(by_id))
     used = {block_id for a in agents for block_id in a.block_file_ids}
-    top = {key: copy.deepcopy(value) for key, value in document.items() if key != "agents"}
+    top = {key: None if key == "agents" else copy.deepcopy(value) for key, value in document.items()}
     raw_blocks = f.items(dict(document), "blocks", "")
     top["blocks"] = [
         copy.deepcopy(raw) for raw, b in zip(raw_blocks, blocks, strict=True) if b.file_id not in used

@@ -67,9 +67,11 @@ fuzz: install ## fuzz every RPC (two tenants, health too) with a fresh seed; fai
 	STRATA_FUZZ_SEED=$$seed STRATA_FUZZ_SAVE=1 STRATA_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	  $(PY) -m pytest -q -p no:cacheprovider tests/security/test_fuzz.py tests/memory/domain/tools/test_planner_branches.py
 
-lint: install ## ruff lint and format check
+lint: install ## ruff lint and format check, the layer contracts (import-linter) and 0 import cycles in product code
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(PY) -m scripts.import_cycles
 
 format: install ## apply ruff's fixes and formatting
 	$(PY) -m ruff check --fix .

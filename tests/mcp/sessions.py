@@ -1,0 +1,44 @@
+"""MCP client sessions made with the SDK's own client: over stdio (spawning ``strata mcp``) and over
+streamable HTTP with a bearer key."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+STRATA = str(Path(sys.executable).parent / "strata")
+"""The ``strata`` console script of this environment."""
+
+
+@asynccontextmanager
+async def stdio_session(target: str, key: str, agent: str = "") -> AsyncIterator[ClientSession]:
+    """``strata --target T mcp [--agent A]`` spawned with ``STRATA_API_KEY=key``; an initialized session."""
+    args = ["--target", target, "--timeout", "10", "mcp", *(["--agent", agent] if agent else [])]
+    env = {"STRATA_API_KEY": key}
+    if "PYTHONPATH" in os.environ:  # the child imports what the test imports
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    parameters = StdioServerParameters(command=STRATA, args=args, env=env)
+    async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, key: str) -> AsyncIterator[ClientSession]:
+    """A session with ``strata mcp --transport http`` sending ``Authorization: Bearer key``."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session

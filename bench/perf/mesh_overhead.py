@@ -62,7 +62,7 @@ async def _serve(config: str, root: Path) -> None:
     from strata_memory.main import start_memory_server
     from strata_retrieval.main import RetrievalApp
     from strata_retrieval.settings import RetrievalSettings
-    from strata_serving.tracing import tracer_provider
+    from strata_serving.server_tracing import tracer_provider
 
     observed = config == "B"
     metrics = "127.0.0.1:0" if observed else None

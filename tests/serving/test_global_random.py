@@ -14,7 +14,7 @@ import random
 
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_serving.interceptors import _new_request_id
-from strata_serving.tracing import tracer_provider
+from strata_serving.server_tracing import tracer_provider
 
 
 def test_a_request_id_leaves_the_global_random_state_alone() -> None:

@@ -44,8 +44,8 @@ from strata_memory.store.notices import JobNotices
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
+from strata_serving.server_tracing import configure_tracing
 from strata_serving.tls import channel_credentials, server_tls
-from strata_serving.tracing import configure_tracing
 
 SERVICE_NAME = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
 ADMIN_SERVICE_NAME = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name

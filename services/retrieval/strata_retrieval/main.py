@@ -39,8 +39,8 @@ from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseText
 from strata_serving.auth import AccessPolicy, AuthInterceptor, Principal, PrincipalKind, StaticKey, StaticKeys
 from strata_serving.logs import configure_logging
 from strata_serving.server import GrpcServer
+from strata_serving.server_tracing import configure_tracing
 from strata_serving.tls import server_tls
-from strata_serving.tracing import configure_tracing
 
 SERVICE_NAME = retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name
 log = logging.getLogger("strata.retrieval")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from strata_serving import tracing
+from strata_serving import server_tracing
 from strata_serving.errors import StrataError
 from strata_serving.handlers import Context, Streaming, Unary, rewrap
 from strata_serving.metrics import RpcMetrics
@@ -95,7 +95,7 @@ class _CallScope:
         code = grpc.StatusCode.OK
         if self.metrics is not None:
             self.metrics.started(self.method)
-        with tracing.server_span(self.method, self.incoming) as span:
+        with server_tracing.server_span(self.method, self.incoming) as span:
             try:
                 result = await run()
             except StrataError as error:
@@ -115,7 +115,7 @@ class _CallScope:
                 code = _finished_code(context)
                 return result
             finally:
-                tracing.end_server_span(span, code)
+                server_tracing.end_server_span(span, code)
                 self._record(code, started)
 
     def _record(self, code: grpc.StatusCode, started: float) -> None:

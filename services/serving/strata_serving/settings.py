@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
-from strata_serving.tracing import TraceExporter
+from strata_serving.server_tracing import TraceExporter
 
 
 class ServingSettings(BaseSettings):

@@ -143,6 +143,42 @@ def _memory_request_bytes(calls: Calls, row: Row) -> None:
     refused(calls.memory.AppendMessages, over, row)
 
 
+def _agent_file(padding: int = 0, nesting: int = 0) -> bytes:
+    """A small Agent File of one agent and one block, padded to ``padding`` bytes or with its agent's
+    metadata nested so that the deepest value sits at level ``nesting``."""
+    block = {"id": "block-0", "label": "human", "value": "Name: Ada", "limit": 100}
+    agent: dict[str, object] = {"id": "agent-0", "name": "limits", "block_ids": ["block-0"], "messages": []}
+    document: dict[str, object] = {"agents": [agent], "blocks": [block], "metadata": {"pad": ""}}
+    if nesting:
+        value: object = "deep"
+        for _ in range(nesting - 3):  # the document, its agents array and the agent hold it
+            value = {"a": value}
+        agent["metadata"] = value
+    data = json.dumps(document).encode()
+    if padding:
+        document["metadata"] = {"pad": "p" * (padding - len(data))}
+        data = json.dumps(document).encode()
+    return data
+
+
+@probe("memory.agent_file_bytes")
+def _agent_file_bytes(calls: Calls, row: Row) -> None:
+    at_limit = _agent_file(padding=row.value)
+    assert len(at_limit) == row.value
+    served(calls.memory.ImportAgentFile, api.ImportAgentFileRequest(agent_file=at_limit))
+    over = api.ImportAgentFileRequest(agent_file=_agent_file(padding=row.value + 1))
+    refused(calls.memory.ImportAgentFile, over, row)
+
+
+@probe("memory.agent_file_depth")
+def _agent_file_depth(calls: Calls, row: Row) -> None:
+    served(
+        calls.memory.ImportAgentFile, api.ImportAgentFileRequest(agent_file=_agent_file(nesting=row.value))
+    )
+    over = api.ImportAgentFileRequest(agent_file=_agent_file(nesting=row.value + 1))
+    refused(calls.memory.ImportAgentFile, over, row)
+
+
 @probe("memory.page_size")
 def _page_size(calls: Calls, row: Row) -> None:
     agent = calls.agent(agent=pb.Agent(name="pages"))

@@ -75,9 +75,6 @@ class MemorySettings(ServingSettings):
     recall_context_legs: Literal["text", "vector", "both"] = "text"
     """Which legs of a recall search read those turns (after the message's own text). In the vector
     leg they made a reply embed like the turn it answers, so the two competed for the same queries."""
-    log_level: str = "INFO"
-    log_json: bool | None = None
-    """JSON log lines; unset: JSON unless stderr is a terminal (then a short console form)."""
 
     # Security (docs/security.md). Off by default so `make run` stays one command.
     auth_enabled: bool = False

@@ -42,9 +42,8 @@ from strata_memory.servicer import MemoryServicer
 from strata_memory.store.database import Database
 from strata_memory.store.notices import JobNotices
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
-from strata_serving.logs import configure_logging
+from strata_serving.entry_point import run_service
 from strata_serving.server import GrpcServer
-from strata_serving.server_tracing import configure_tracing
 from strata_serving.tls import channel_credentials, server_tls
 
 SERVICE_NAME = memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name
@@ -235,15 +234,7 @@ async def serve(settings: MemorySettings) -> None:
 
 
 def main() -> None:
-    settings = MemorySettings()
-    configure_logging(settings.log_level, json_lines=settings.log_json)
-    configure_tracing(
-        "strata-memory",
-        settings.tracing_exporter,
-        otlp_endpoint=settings.otlp_endpoint,
-        sample_ratio=settings.trace_sample_ratio,
-    )
-    asyncio.run(serve(settings))
+    run_service("strata-memory", MemorySettings, serve)
 
 
 if __name__ == "__main__":

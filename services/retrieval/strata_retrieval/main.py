@@ -37,9 +37,8 @@ from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
 from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
 from strata_serving.auth import AccessPolicy, AuthInterceptor, Principal, PrincipalKind, StaticKey, StaticKeys
-from strata_serving.logs import configure_logging
+from strata_serving.entry_point import run_service
 from strata_serving.server import GrpcServer
-from strata_serving.server_tracing import configure_tracing
 from strata_serving.tls import server_tls
 
 SERVICE_NAME = retrieval_pb2.DESCRIPTOR.services_by_name["RetrievalService"].full_name
@@ -211,15 +210,7 @@ async def serve(settings: RetrievalSettings) -> None:
 
 
 def main() -> None:
-    settings = RetrievalSettings()
-    configure_logging(settings.log_level, json_lines=settings.log_json)
-    configure_tracing(
-        "strata-retrieval",
-        settings.tracing_exporter,
-        otlp_endpoint=settings.otlp_endpoint,
-        sample_ratio=settings.trace_sample_ratio,
-    )
-    asyncio.run(serve(settings))
+    run_service("strata-retrieval", RetrievalSettings, serve)
 
 
 if __name__ == "__main__":

@@ -79,9 +79,6 @@ class RetrievalSettings(ServingSettings):
     max_top_k: int = Field(default=100, ge=1)
     max_candidate_depth: int = Field(default=1_000, ge=1)
     grace_seconds: float = Field(default=5.0, ge=0)
-    log_level: str = "INFO"
-    log_json: bool | None = None
-    """JSON log lines; unset: JSON unless stderr is a terminal (then a short console form)."""
     max_message_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="largest request accepted")
     api_key: SecretStr | None = Field(
         default=None,

@@ -36,6 +36,9 @@ class ServingSettings(BaseSettings):
     """Calls in flight on an aged connection get this long to finish."""
 
     # Observability.
+    log_level: str = "INFO"
+    log_json: bool | None = None
+    """JSON log lines; unset: JSON unless stderr is a terminal (then a short console form)."""
     metrics_address: str | None = None
     """host:port of the Prometheus endpoint (``/metrics``); None (the default) serves none."""
     tracing_exporter: TraceExporter = TraceExporter.NONE

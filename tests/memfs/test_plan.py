@@ -35,7 +35,7 @@ def local(
         (BASE, remote("w"), local("w"), Kind.RECORD),
         (BASE, None, None, Kind.FORGET),
         (None, remote("w"), local("w"), Kind.RECORD),
-        (BASE, remote("w"), local("u"), Kind.CONFLICT),
+        (BASE, remote("w"), local("u"), Kind.MERGE),  # the engine asks the server: merge or conflict
         (BASE, remote("w"), None, Kind.CONFLICT),
         (BASE, None, local("u"), Kind.CONFLICT),
         (None, remote("w"), local("u"), Kind.CONFLICT),

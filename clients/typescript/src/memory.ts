@@ -142,8 +142,17 @@ export class MemoryClient {
   /**
    * Change the given fields of a block. With `etag` (from a Block read earlier) the write applies only
    * if nobody changed the block since; otherwise it fails with AbortedError, reason "ETAG_MISMATCH".
+   * With `baseEtag` instead, the changes were made from that version and are merged line by line onto
+   * what changed since; overlapping lines fail with AbortedError, reason "MERGE_CONFLICT" (one
+   * fieldViolation per conflicting hunk, and metadata.hunks as JSON), and nothing is written.
+   * `validateOnly` checks and merges without writing and returns the block as it would be.
    */
-  updateBlock(key: BlockKey, changes: BlockChanges, options: { etag?: string } = {}, call?: CallOptions): Promise<Block> {
+  updateBlock(
+    key: BlockKey,
+    changes: BlockChanges,
+    options: { etag?: string; baseEtag?: string; validateOnly?: boolean } = {},
+    call?: CallOptions,
+  ): Promise<Block> {
     const named = (Object.keys(changes) as (keyof BlockChanges)[]).filter((k) => changes[k] !== undefined);
     return typed(
       this.raw.updateBlock(
@@ -152,6 +161,8 @@ export class MemoryClient {
           block: create(BlockSchema, { ...changes }),
           updateMask: create(FieldMaskSchema, { paths: named.map((k) => CHANGE_PATHS[k]) }),
           etag: options.etag ?? "",
+          baseEtag: options.baseEtag ?? "",
+          validateOnly: options.validateOnly ?? false,
         },
         call,
       ),
@@ -167,12 +178,19 @@ export class MemoryClient {
     agentId: string,
     toolName: string,
     args: Readonly<Record<string, unknown>>,
-    options: { conversationId?: string; etag?: string } = {},
+    options: { conversationId?: string; etag?: string; baseEtag?: string } = {},
     call?: CallOptions,
   ): Promise<ExecuteToolResponse> {
     return typed(
       this.raw.executeTool(
-        { agentId, toolName, arguments: JSON.stringify(args), conversationId: options.conversationId ?? "", etag: options.etag ?? "" },
+        {
+          agentId,
+          toolName,
+          arguments: JSON.stringify(args),
+          conversationId: options.conversationId ?? "",
+          etag: options.etag ?? "",
+          baseEtag: options.baseEtag ?? "",
+        },
         call,
       ),
     );

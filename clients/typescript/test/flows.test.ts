@@ -114,6 +114,30 @@ describe("MemoryService through the TypeScript client", () => {
     assert.equal((await client.getBlock({ blockId: read.id })).value, "v2");
   });
 
+  test("edits based on one version merge on different lines; the same line is MERGE_CONFLICT", async () => {
+    const client = strata.client();
+    const notes = "name: Ada\nrole: engineer\nteam: core\ncity: Paris\n"; // changes need a line between them
+    const agent = await client.createAgent({ name: "merges", blocks: [{ label: "notes", value: notes }] });
+    const key = { agentId: agent.id, label: "notes" };
+    const read = await client.getBlock(key);
+    await client.updateBlock(key, { value: notes.replace("engineer", "architect") });
+    const merged = await client.updateBlock(key, { value: notes.replace("Paris", "Nice") }, { baseEtag: read.etag });
+    assert.equal(merged.value, "name: Ada\nrole: architect\nteam: core\ncity: Nice\n");
+
+    const conflict = await client
+      .updateBlock(key, { value: notes.replace("engineer", "chef") }, { baseEtag: read.etag })
+      .then(() => assert.fail("an overlapping edit was merged"), (error: unknown) => error);
+    assert.ok(conflict instanceof AbortedError, String(conflict));
+    assert.equal(conflict.reason, "MERGE_CONFLICT");
+    assert.deepEqual(
+      conflict.fieldViolations.map((v) => v.field),
+      ["block.value"],
+    );
+    const [hunk] = JSON.parse(conflict.metadata["hunks"] ?? "[]") as { current: string; proposed: string }[];
+    assert.deepEqual([hunk?.current, hunk?.proposed], ["role: architect\n", "role: chef\n"]);
+    assert.equal((await client.getBlock(key)).value, merged.value);
+  });
+
   test("bad input is an InvalidArgumentError naming the field; a missing agent a NotFoundError", async () => {
     const client = strata.client();
     const agent = await client.createAgent({ name: "limits", blocks: [{ label: "notes", value: "x" }] });

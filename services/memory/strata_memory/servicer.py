@@ -101,7 +101,13 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
         for path in paths:
             changes[path] = new.limit if path == "limit" and new else _block_field(request.block, path)
         record = await self._ops.blocks.update(
-            tenant_of(context), _locator(request.ref, "ref"), changes, request.etag, actor=_actor(context)
+            tenant_of(context),
+            _locator(request.ref, "ref"),
+            changes,
+            request.etag,
+            actor=_actor(context),
+            base_etag=request.base_etag,
+            validate_only=request.validate_only,
         )
         return conv.block_to_proto(record)
 
@@ -292,6 +298,7 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
             name=conv.required(request.tool_name, "tool_name"),
             arguments=request.arguments,
             etag=request.etag,
+            base_etag=request.base_etag,
         )
         run = await self._ops.tools.execute(call)
         return api.ExecuteToolResponse(

@@ -26,8 +26,10 @@ def _human(agent: AgentRecord) -> BlockLocator:
     return BlockLocator(agent_id=agent.id, label="human")
 
 
-async def _set(ops: Ops, agent: AgentRecord, value: str, **based: str) -> BlockRecord:
-    return await ops.blocks.update(TENANT, _human(agent), {"value": value}, "", actor="api", **based)
+async def _set(ops: Ops, agent: AgentRecord, value: str, base_etag: str = "") -> BlockRecord:
+    return await ops.blocks.update(
+        TENANT, _human(agent), {"value": value}, "", actor="api", base_etag=base_etag
+    )
 
 
 async def test_edits_of_different_lines_both_land_as_one_new_version(ops: Ops) -> None:
@@ -177,3 +179,31 @@ async def test_deleting_a_based_block_needs_it_unmoved(ops: Ops) -> None:
     )
     with pytest.raises(EtagMismatch):
         await ops.tools.execute(call)
+
+
+async def test_validate_only_answers_the_merge_and_writes_nothing(ops: Ops) -> None:
+    agent = await _agent(ops)
+    read = await ops.blocks.get(TENANT, _human(agent))
+    theirs = await _set(ops, agent, NOTES.replace("engineer", "architect"))
+    preview = await ops.blocks.update(
+        TENANT,
+        _human(agent),
+        {"value": NOTES.replace("tea", "coffee")},
+        "",
+        actor="api",
+        base_etag=read.etag,
+        validate_only=True,
+    )
+    assert preview.block.value == "name: Ada\nrole: architect\ncity: Paris\nlikes: coffee\n"
+    assert preview.etag == theirs.etag
+    assert await ops.blocks.get(TENANT, _human(agent)) == theirs
+    with pytest.raises(MergeConflict):
+        await ops.blocks.update(
+            TENANT,
+            _human(agent),
+            {"value": NOTES.replace("engineer", "manager")},
+            "",
+            actor="api",
+            base_etag=read.etag,
+            validate_only=True,
+        )

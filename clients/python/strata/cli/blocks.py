@@ -49,6 +49,17 @@ def register(subparsers: Subparsers) -> None:
     update.add_argument("--rename", metavar="LABEL", help="give the block a new label")
     update.add_argument("--writable", action="store_true", help="clear read-only")
     update.add_argument("--etag", default="", help="apply only if the block's etag is still this")
+    update.add_argument(
+        "--based-on",
+        dest="base_etag",
+        default="",
+        metavar="ETAG",
+        help="the new fields were made from that version: merge them onto changes made since "
+        "(overlapping lines fail with the conflicting hunks)",
+    )
+    update.add_argument(
+        "--dry-run", action="store_true", help="check (and merge) without writing; show the result"
+    )
 
     delete = command(commands, "delete", "delete a block", _delete)
     add_block_selector(delete)
@@ -147,7 +158,15 @@ def _update(client: MemoryClient, args: argparse.Namespace, out: Printer) -> Non
     block, paths = _fields(args)
     if not paths:
         raise UsageError("nothing to update: give at least one field option")
-    _show(out, client.update_block(block=block, update_mask=paths, etag=args.etag, **block_selector(args)))
+    updated = client.update_block(
+        block=block,
+        update_mask=paths,
+        etag=args.etag,
+        base_etag=args.base_etag,
+        validate_only=args.dry_run,
+        **block_selector(args),
+    )
+    _show(out, updated)
 
 
 def _delete(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:

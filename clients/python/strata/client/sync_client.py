@@ -82,13 +82,24 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
         agent_id: str = "",
         label: str = "",
         etag: str = "",
+        base_etag: str = "",
+        validate_only: bool = False,
     ) -> pb.Block:
-        """Update the fields of ``block`` named by ``update_mask`` on the block named by the ref fields."""
+        """Update the fields of ``block`` named by ``update_mask`` on the block named by the ref fields.
+
+        ``etag``: only if the block is still at that version (else ABORTED, ETAG_MISMATCH).
+        ``base_etag``: the new fields were made from that version; changes made since are merged
+        line by line, and a true overlap is ABORTED with reason MERGE_CONFLICT (the hunks in the
+        error's ``field_violations`` and, as JSON, ``metadata["hunks"]``). ``validate_only``: check
+        and merge, write nothing, return the block as the write would leave it.
+        """
         request = api.UpdateBlockRequest(
             ref=block_ref(block_id, agent_id, label),
             block=block,
             update_mask=field_mask(update_mask),
             etag=etag,
+            base_etag=base_etag,
+            validate_only=validate_only,
         )
         return self._call(self._stub.UpdateBlock, request)
 
@@ -310,13 +321,19 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
         arguments: Mapping[str, Any] | str,
         conversation_id: str = "",
         etag: str = "",
+        base_etag: str = "",
     ) -> api.ExecuteToolResponse:
-        """Run a memory tool as an LLM called it. A tool's own failure is ``ok=False``, not an exception."""
+        """Run a memory tool as an LLM called it. A tool's own failure is ``ok=False``, not an exception.
+
+        ``base_etag``: the LLM saw the block at that version; the call applies to that version and
+        is merged onto changes made since (a true overlap raises ABORTED, MERGE_CONFLICT).
+        """
         request = api.ExecuteToolRequest(
             agent_id=agent_id,
             conversation_id=conversation_id,
             tool_name=tool_name,
             arguments=tool_arguments(arguments),
             etag=etag,
+            base_etag=base_etag,
         )
         return self._call(self._stub.ExecuteTool, request)

@@ -5,7 +5,10 @@ and applies only its own direction: a pull writes files, a push calls the server
 with one commit of the paths it wrote plus the state file. Pushes are conditional: an update
 carries the etag of the block just read, and is only sent when that block's synced fields still
 equal the base, so a server edit made since the last sync is never overwritten (a write that
-lands in between makes the update fail with ``ABORTED``, reported as a conflict). A failure on
+lands in between makes the update fail with ``ABORTED``, reported as a conflict). A label changed
+on both sides is sent based on the base's etag and merged by the server; the plan asks the server
+first, without writing (``validate_only``), so a true overlap is a conflict in status, pull and
+push alike, and a push writes the merged block back into the file. A failure on
 one block is reported and the others go on; the state and commit are written even when a
 connection error ends the command early.
 """
@@ -49,6 +52,8 @@ BLOCK_ERRORS = frozenset(
     }
 )
 """Failures that concern one block: reported, and the command goes on with the others."""
+MERGE_CONFLICT = "MERGE_CONFLICT"
+"""The server's reason for a merge whose two sides changed the same lines."""
 
 
 class MemfsError(Exception):
@@ -118,7 +123,23 @@ def sync_plan(
         classify(label, state.blocks.get(label), remotes.get(label), locals_.get(label), prune=prune)
         for label in labels
     ]
-    return changes, local_ignored + remote_ignored
+    return [_merge_checked(client, root, c) for c in changes], local_ignored + remote_ignored
+
+
+def _merge_checked(client: MemoryClient, root: Path, change: Change) -> Change:
+    """A merge as the server would do it now: still a merge, a conflict (the lines overlap) or a
+    refusal (e.g. the merged value is over the budget). Nothing is written."""
+    if change.kind is not Kind.MERGE:
+        return change
+    try:
+        _update(client, change, validate_only=True)
+    except StrataClientError as error:
+        if error.code not in BLOCK_ERRORS:
+            raise
+        if error.reason == MERGE_CONFLICT:
+            return _as(change, Kind.CONFLICT, "changed here and on the server since the last sync")
+        return _refused_by_server(root, change, error).change
+    return change
 
 
 def remote_blocks(client: MemoryClient, agent_id: str) -> tuple[dict[str, Remote], list[Ignored]]:
@@ -223,6 +244,8 @@ def _apply_push(client: MemoryClient, root: Path, state: SyncState, change: Chan
             updated = _update(client, change)
             record(state, change.label, updated)
             return Outcome(change, f"version {updated.version}")
+        if change.kind is Kind.MERGE:
+            return _merge(client, root, state, change)
         if change.kind is Kind.DETACH and change.base is not None:
             etag = change.remote.etag if change.remote is not None else ""  # as just read: conditional
             client.detach_block(agent_id=state.agent_id, block_id=change.base.block_id, etag=etag)
@@ -242,15 +265,44 @@ def _create(client: MemoryClient, agent_id: str, change: Change) -> Remote:
     return _remote(client.create_block(block=block, agent_id=agent_id))
 
 
-def _update(client: MemoryClient, change: Change) -> Remote:
+def _merge(client: MemoryClient, root: Path, state: SyncState, change: Change) -> Outcome:
+    """Send the file's edit based on the base version; the server merges it with its own edits,
+    and the merged block is written back into the file (which must not have changed meanwhile)."""
+    if not _unchanged_since_plan(root, change):
+        return _problem(root, _as(change, Kind.CONFLICT, "the file changed here during this push"))
+    merged = _update(client, change)
+    try:
+        write_remote(root, change.path, merged)
+    except OSError as error:
+        return Outcome(
+            _as(
+                change,
+                Kind.INVALID,
+                f"merged on the server as version {merged.version}, "
+                f"but cannot write {change.path}: {error.strerror}",
+            )
+        )
+    record(state, change.label, merged)
+    return Outcome(change, f"merged as version {merged.version}")
+
+
+def _update(client: MemoryClient, change: Change, *, validate_only: bool = False) -> Remote:
+    """The file's edit as an update: conditional on the block just read, or for a merge based on
+    the version of the last sync."""
     file, remote = _file(change), change.remote
     if remote is None:
         raise ValueError(f"an update of {change.label!r} needs the server's block")
     block = pb.Block(value=file.value, description=file.description)
     if file.limit is not None:
         block.limit = file.limit
+    merge = change.kind is Kind.MERGE and change.base is not None
     updated = client.update_block(
-        block=block, update_mask=change.mask, block_id=remote.block_id, etag=remote.etag
+        block=block,
+        update_mask=change.mask,
+        block_id=remote.block_id,
+        etag="" if merge else remote.etag,
+        base_etag=change.base.etag if merge and change.base else "",
+        validate_only=validate_only,
     )
     return _remote(updated)
 

@@ -4,7 +4,10 @@ For each label the *base* is the block as of the last sync, the *remote* the blo
 now, the *local* the file now. A side changed when its content differs from the base (content,
 not etag: a server write that leaves the synced fields as they were is no change). One side
 changed: copy it to the other. Both changed to the same content: record it. Both changed
-differently: a conflict, and neither side is touched. Local edits to read-only blocks, a
+differently: a *merge*, pushed to the server as an update based on the base's etag, which the
+server three-way merges line by line (its one merge; the engine first asks it, without writing,
+whether the merge is clean, and a true overlap is a conflict that touches neither side). Deleted
+on one side and changed on the other, or created on both, is a conflict. Local edits to read-only blocks, a
 ``read_only`` that differs from the base, and empty descriptions are refused before any call.
 """
 
@@ -62,6 +65,8 @@ class Kind(StrEnum):
     PULL_REMOVE = "pull-remove"
     PUSH_CREATE = "push-create"
     PUSH_UPDATE = "push-update"
+    MERGE = "merge"
+    """Changed here and on the server: the push sends the file's edit based on the base version."""
     DETACH = "detach"
     KEPT = "kept"
     """Deleted here, kept on the server: a deleted file detaches nothing without ``--prune``."""
@@ -71,7 +76,7 @@ class Kind(StrEnum):
 
 
 PULLS = frozenset({Kind.PULL_CREATE, Kind.PULL_UPDATE, Kind.PULL_REMOVE})
-PUSHES = frozenset({Kind.PUSH_CREATE, Kind.PUSH_UPDATE, Kind.DETACH})
+PUSHES = frozenset({Kind.PUSH_CREATE, Kind.PUSH_UPDATE, Kind.MERGE, Kind.DETACH})
 BOOKKEEPING = frozenset({Kind.RECORD, Kind.FORGET})
 PROBLEMS = frozenset({Kind.CONFLICT, Kind.REFUSED, Kind.INVALID})
 
@@ -114,7 +119,7 @@ def classify(
     synced = base.content if base else None
     local_changed, remote_changed = mine != synced, theirs != synced
     if local_changed and remote_changed:
-        return _both_changed(found, mine, theirs)
+        return _both_changed(found, mine, theirs, prune=prune)
     if remote_changed:
         kind = Kind.PULL_REMOVE if remote is None else (Kind.PULL_UPDATE if local else Kind.PULL_CREATE)
         return _with(found, kind, _remote_reason(kind))
@@ -125,10 +130,16 @@ def classify(
     return found
 
 
-def _both_changed(found: Change, mine: Content | None, theirs: Content | None) -> Change:
+def _both_changed(found: Change, mine: Content | None, theirs: Content | None, *, prune: bool) -> Change:
     if mine == theirs:
         kind = Kind.FORGET if mine is None else Kind.RECORD
         return _with(found, kind, "both sides made the same change")
+    if found.base is not None and mine is not None and theirs is not None and not theirs.read_only:
+        pushed = _local_change(found, mine, prune=prune)
+        if pushed.kind is not Kind.PUSH_UPDATE:
+            return pushed  # refused as a one-sided edit would be
+        reason = "changed here and on the server: the push merges them line by line"
+        return Change(found.label, Kind.MERGE, reason, found.base, found.remote, found.local, pushed.mask)
     if found.base is None:
         reason = "created here and on the server with different content"
     elif mine is None:

@@ -16,6 +16,7 @@ _VERBS = {
     Kind.PULL_REMOVE: "remove",
     Kind.PUSH_CREATE: "create",
     Kind.PUSH_UPDATE: "update",
+    Kind.MERGE: "merge",
     Kind.DETACH: "detach",
 }
 _MARKS = {
@@ -24,6 +25,7 @@ _MARKS = {
     Kind.PULL_REMOVE: "D",
     Kind.PUSH_CREATE: "A",
     Kind.PUSH_UPDATE: "M",
+    Kind.MERGE: "M",
     Kind.DETACH: "D",
     Kind.KEPT: "D",
     Kind.CONFLICT: "C",
@@ -100,7 +102,7 @@ def commit_message(action: str, why: str, outcomes: Iterable[Outcome]) -> str:
     verbs: dict[str, list[str]] = {}
     for outcome in named:
         verbs.setdefault(_VERBS[outcome.change.kind], []).append(outcome.change.label)
-    order = ["add", "create", "update", "remove", "detach"]
+    order = ["add", "create", "update", "merge", "remove", "detach"]
     parts = [f"{verb} {_names(verbs[verb])}" for verb in sorted(verbs, key=order.index)]
     title = f"memfs {action}: " + ("; ".join(parts) if parts else "record server versions")
     body = [f"- {o.change.label}: {o.change.reason}" + (f" ({o.detail})" if o.detail else "") for o in done]

@@ -90,12 +90,15 @@ class Blocks:
         *,
         actor: str,
         base_etag: str = "",
+        validate_only: bool = False,
     ) -> BlockRecord:
         """Apply ``changes`` (field name → new value, names from BLOCK_FIELDS) under the budget.
 
         ``etag`` means "only if the block is still there"; ``base_etag`` means "these changes were
         made to that version": when the block has moved on since, they are three-way merged into it
         (:func:`merge_onto`) and the merged result is what the budget is checked on and written.
+        With ``validate_only`` every check runs and nothing is written: the block is returned as the
+        write would leave it, at its current version (MemFS asks so whether a merge is clean).
         """
         if etag and base_etag:
             raise InvalidArgument.field(
@@ -108,15 +111,24 @@ class Blocks:
             )
         changes = changes_with_lf(changes)
 
-        def work(conn: Connection) -> BlockRecord:
-            current = locator.lock(conn, tenant_id)
+        def checked(conn: Connection, current: BlockRecord) -> tuple[Block, str]:
             _check_etag(current, etag)
             wanted, source = merge_onto(conn, current, changes, base_etag, source="api:UpdateBlock")
-            new = _changed(current.block, wanted)
+            return _changed(current.block, wanted), source
+
+        def preview(conn: Connection) -> BlockRecord:
+            current = locator.find(conn, tenant_id)
+            return dataclasses.replace(current, block=checked(conn, current)[0])
+
+        def work(conn: Connection) -> BlockRecord:
+            current = locator.lock(conn, tenant_id)
+            new, source = checked(conn, current)
             updated = block_rows.write_block(conn, current, new, source=source, actor=actor)
             self._prompts.after_memory_change(conn, tenant_id, block_rows.holders(conn, updated.block.id))
             return updated
 
+        if validate_only:
+            return await self._db.read(preview)
         return await self._db.write(work)
 
     async def delete(self, tenant_id: str, locator: BlockLocator, etag: str) -> None:

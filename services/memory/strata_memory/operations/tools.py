@@ -40,7 +40,7 @@ from strata_memory.store import blocks as block_rows
 from strata_memory.store import edit_target as edit_rows
 from strata_memory.store.database import Database
 from strata_memory.store.records import AgentRecord, BlockRecord, etag_of
-from strata_serving.errors import StrataError
+from strata_serving.errors import InvalidArgument, StrataError
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,12 @@ class ToolRunner:
         self._external = external
 
     async def execute(self, call: ToolCall) -> ToolRun:
-        """Run the call; an unknown agent or a stale etag fails the RPC, any other refusal is a result."""
+        """Run the call; an unknown agent, a stale etag, an unknown base or a merge conflict fails the
+        RPC (the caller's concern, not the LLM's), any other refusal is a result."""
+        if call.etag and call.base_etag:
+            raise InvalidArgument.field(
+                "base_etag", "send etag (only if unchanged) or base_etag (merge onto changes since), not both"
+            )
         try:
             if call.name in RETRIEVAL_TOOLS and self._external is not None:
                 agent = await self._agent(call)

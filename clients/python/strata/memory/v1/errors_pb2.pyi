@@ -244,6 +244,18 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     new request_id.
     Status: INVALID_ARGUMENT. Metadata: request_id, method; a BadRequest names the field.
     """
+    MERGE_CONFLICT: _ErrorReason.ValueType  # 54
+    """An edit based on an older version (base_etag) changes lines, or a field, that changed differently
+    since that version; nothing was changed. Each conflicting hunk is a BadRequest field violation
+    ("block.value", or "block.<field>" for a whole field) saying what each side holds there.
+    Status: ABORTED. Metadata: resource, base_version, current_version, conflicts (how many), hunks (a
+    JSON array of {field, base_start, base_end, base, current, proposed}; base_start/base_end are the
+    1-based lines of the base, base_end = base_start - 1 for an insertion before base_start).
+    """
+    UNKNOWN_BASE_ETAG: _ErrorReason.ValueType  # 55
+    """The base_etag sent names no version in the block's history (another object's etag, or not one).
+    Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -462,5 +474,17 @@ REQUEST_ID_REUSED: ErrorReason.ValueType  # 51
 request: nothing was changed. A retry must repeat the first request exactly; a new request needs a
 new request_id.
 Status: INVALID_ARGUMENT. Metadata: request_id, method; a BadRequest names the field.
+"""
+MERGE_CONFLICT: ErrorReason.ValueType  # 54
+"""An edit based on an older version (base_etag) changes lines, or a field, that changed differently
+since that version; nothing was changed. Each conflicting hunk is a BadRequest field violation
+("block.value", or "block.<field>" for a whole field) saying what each side holds there.
+Status: ABORTED. Metadata: resource, base_version, current_version, conflicts (how many), hunks (a
+JSON array of {field, base_start, base_end, base, current, proposed}; base_start/base_end are the
+1-based lines of the base, base_end = base_start - 1 for an insertion before base_start).
+"""
+UNKNOWN_BASE_ETAG: ErrorReason.ValueType  # 55
+"""The base_etag sent names no version in the block's history (another object's etag, or not one).
+Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

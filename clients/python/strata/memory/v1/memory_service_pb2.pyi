@@ -317,7 +317,24 @@ class UpdateBlockRequest(_message.Message):
     BLOCK_FIELD_NUMBER: _builtins.int
     UPDATE_MASK_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    BASE_ETAG_FIELD_NUMBER: _builtins.int
+    VALIDATE_ONLY_FIELD_NUMBER: _builtins.int
     etag: _builtins.str
+    """If set, the update applies only if the block's etag still equals it (else ABORTED, ETAG_MISMATCH)."""
+    base_etag: _builtins.str
+    """"Based on": the new fields were made from the version with this etag (any version in the block's
+    history). If the block moved on since, the changes are three-way merged onto it: value line by line
+    (git's rules: changes need an unchanged line between them), other fields whole. A clean merge is
+    written as one new version whose history source names both parents ("api:UpdateBlock(merged v3
+    onto v5)"); budgets apply to the merged value. Overlapping changes fail with ABORTED, reason
+    MERGE_CONFLICT, one BadRequest field violation per conflicting hunk and the hunks as JSON in the
+    ErrorInfo metadata "hunks"; nothing is written. An etag that names no version is INVALID_ARGUMENT
+    (UNKNOWN_BASE_ETAG). At most one of etag and base_etag.
+    """
+    validate_only: _builtins.bool
+    """Check, merge and budget the update without writing it; returns the block as it would be written
+    (at its current version and etag).
+    """
     @_builtins.property
     def ref(self) -> _resources_pb2.BlockRef:
         """Which block to change (block_id, or agent_id + label)."""
@@ -337,10 +354,12 @@ class UpdateBlockRequest(_message.Message):
         block: _resources_pb2.Block | None = ...,
         update_mask: _field_mask_pb2.FieldMask | None = ...,
         etag: _builtins.str = ...,
+        base_etag: _builtins.str = ...,
+        validate_only: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["block", b"block", "ref", b"ref", "update_mask", b"update_mask"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["block", b"block", "etag", b"etag", "ref", b"ref", "update_mask", b"update_mask"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_etag", b"base_etag", "block", b"block", "etag", b"etag", "ref", b"ref", "update_mask", b"update_mask", "validate_only", b"validate_only"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1548,6 +1567,7 @@ class ExecuteToolRequest(_message.Message):
     TOOL_NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_FIELD_NUMBER: _builtins.int
     ETAG_FIELD_NUMBER: _builtins.int
+    BASE_ETAG_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     conversation_id: _builtins.str
     """Defaults to "default"."""
@@ -1560,6 +1580,12 @@ class ExecuteToolRequest(_message.Message):
     """
     etag: _builtins.str
     """If set, the edit applies only if the target block's etag still equals it."""
+    base_etag: _builtins.str
+    """"Based on": the LLM saw the target block at the version with this etag. The call is applied to
+    that version and merged onto what changed since, as UpdateBlockRequest.base_etag (a true overlap
+    fails the call with ABORTED, MERGE_CONFLICT; read-only and budgets apply to the merged result).
+    Deleting the block needs it unmoved. At most one of etag and base_etag.
+    """
     def __init__(
         self,
         *,
@@ -1568,10 +1594,11 @@ class ExecuteToolRequest(_message.Message):
         tool_name: _builtins.str = ...,
         arguments: _builtins.str = ...,
         etag: _builtins.str = ...,
+        base_etag: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "arguments", b"arguments", "conversation_id", b"conversation_id", "etag", b"etag", "tool_name", b"tool_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "arguments", b"arguments", "base_etag", b"base_etag", "conversation_id", b"conversation_id", "etag", b"etag", "tool_name", b"tool_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

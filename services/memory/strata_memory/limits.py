@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from strata_memory.domain.agent_files import MAX_DEPTH
 from strata_serving.errors import InvalidArgument
 
 DEFAULT_PAGE_SIZE = 50
@@ -56,6 +57,11 @@ def outbox_batch_bytes(max_message_bytes: int) -> int:
     """The most serialized document bytes one delivery to RetrievalService may carry: its request
     limit less an eighth for the envelope, so a batch the outbox builds is never refused for size."""
     return max_message_bytes - max_message_bytes // 8
+
+
+MAX_AGENT_FILE_DEPTH = MAX_DEPTH
+"""Nesting of arrays and objects in an Agent File (the document is level 1); the pure reader
+(``domain.agent_files.reading``) enforces it, so the number lives there and is named here."""
 
 
 def agent_file_bytes(max_message_bytes: int) -> int:

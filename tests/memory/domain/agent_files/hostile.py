@@ -71,6 +71,14 @@ def _context_stranger(document: dict[str, Any]) -> None:
     document["agents"][1]["in_context_message_ids"].append("message-0")
 
 
+def _nul(document: dict[str, Any]) -> None:
+    document["blocks"][0]["value"] += "\x00"
+
+
+def _surrogate() -> bytes:
+    return BASE.read_bytes().replace(b'"label": "about_me"', b'"label": "about_me\\ud800"', 1)
+
+
 def _truncated() -> bytes:
     data = BASE.read_bytes()
     return data[: len(data) // 2]
@@ -93,6 +101,8 @@ VARIANTS = [
     Variant("group names a stranger", _edited(_group_stranger), "groups[0].agent_ids[1]: no agent"),
     Variant("another agent's message in context", _edited(_context_stranger), "in_context_message_ids[2]"),
     Variant("100,000-level nested JSON", _deep_json, "nests arrays and objects deeper than 64"),
+    Variant("NUL in a value", _edited(_nul), "blocks[0].value: holds U+0000"),
+    Variant("lone surrogate in a label", _surrogate, "blocks[0].label: holds U+0000 or a lone surrogate"),
     Variant("not an object", lambda: json.dumps([1, 2]).encode(), "must hold a JSON object, not an array"),
     Variant("not UTF-8", lambda: b'{"agents": "\xff"}', "is not UTF-8"),
     Variant("no agents", lambda: b'{"agents": [], "blocks": []}', "agents: the file holds no agent"),

@@ -4,8 +4,8 @@ Rules (each refusal is INVALID_ARGUMENT on the field ``agent_file``, its message
 - at most ``max_bytes`` bytes (the limits table: ``agent_file_bytes`` of the request limit);
 - UTF-8 JSON, an object at the top; Letta also wrote files whose JSON is a *string* holding the
   document ("double-encoded"): such a string is decoded once more, never twice;
-- no value nested deeper than ``MAX_DEPTH`` arrays and objects (the path of the first too-deep
-  value is named).
+- no value nested deeper than ``MAX_DEPTH`` arrays and objects, and no string holding U+0000 or
+  a lone surrogate (the path of the first such value is named).
 """
 
 from __future__ import annotations
@@ -35,10 +35,8 @@ def read_document(data: bytes, *, max_bytes: int) -> dict[str, Any]:
         document = _loads(document, "(the JSON string the file holds) ")
     if not isinstance(document, dict):
         raise InvalidArgument.field(FIELD, f"must hold a JSON object, not {_kind(document)}")
-    if (deep := too_deep(document, MAX_DEPTH)) is not None:
-        raise InvalidArgument.field(
-            FIELD, f"{deep}: nested deeper than {MAX_DEPTH} levels of arrays and objects"
-        )
+    if (problem := first_problem(document, MAX_DEPTH)) is not None:
+        raise InvalidArgument.field(FIELD, problem)
     return document
 
 
@@ -55,20 +53,38 @@ def _loads(text: str, where: str) -> Any:
         ) from exc
 
 
-def too_deep(value: Any, limit: int) -> str | None:
-    """The path of the first value nested more than ``limit`` levels deep, or None (no recursion)."""
+def first_problem(value: Any, limit: int) -> str | None:
+    """Where the first value nested more than ``limit`` levels deep, or the first string (or key)
+    holding U+0000 or a lone surrogate (no store keeps them), sits, and what is wrong; None if
+    nothing is. Iterative: a deep document cannot exhaust the stack."""
     stack: list[tuple[Any, str, int]] = [(value, "", 1)]
     while stack:
         item, path, depth = stack.pop()
+        if isinstance(item, str):
+            if _unstorable(item):
+                return f"{shorten(path or '(top)')}: holds U+0000 or a lone surrogate"
+            continue
         if not isinstance(item, dict | list):
             continue
         if depth > limit:
-            return shorten(path or "(top)")
+            return f"{shorten(path or '(top)')}: nested deeper than {limit} levels of arrays and objects"
         children = item.items() if isinstance(item, dict) else enumerate(item)
         for key, child in children:
             step = f"[{key}]" if isinstance(item, list) else (f".{key}" if path else str(key))
+            if isinstance(key, str) and _unstorable(key):
+                return f"{shorten(path + step)}: its name holds U+0000 or a lone surrogate"
             stack.append((child, path + step, depth + 1))
     return None
+
+
+def _unstorable(text: str) -> bool:
+    if "\x00" in text:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def shorten(path: str, keep: int = 120) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from strata_memory.domain.agent_files import MAX_DEPTH
 from strata_serving.errors import InvalidArgument
 
 DEFAULT_PAGE_SIZE = 50
@@ -59,9 +58,9 @@ def outbox_batch_bytes(max_message_bytes: int) -> int:
     return max_message_bytes - max_message_bytes // 8
 
 
-MAX_AGENT_FILE_DEPTH = MAX_DEPTH
-"""Nesting of arrays and objects in an Agent File (the document is level 1); the pure reader
-(``domain.agent_files.reading``) enforces it, so the number lives there and is named here."""
+MAX_AGENT_FILE_DEPTH = 64
+"""Nesting of arrays and objects in an Agent File (the document is level 1; Letta's own files nest
+under 12), enforced by ``domain.agent_files.reading``."""
 
 
 def agent_file_bytes(max_message_bytes: int) -> int:

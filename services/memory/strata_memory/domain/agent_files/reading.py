@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from strata_memory.limits import MAX_AGENT_FILE_DEPTH
 from strata_serving.errors import InvalidArgument
 
-MAX_DEPTH = 64
-"""Deepest nesting of arrays and objects accepted in a file (Letta's own files nest under 12)."""
+MAX_DEPTH = MAX_AGENT_FILE_DEPTH
 FIELD = "agent_file"
 
 

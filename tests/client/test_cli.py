@@ -180,3 +180,39 @@ def test_import_with_a_bad_line_changes_nothing(strata: Strata, tmp_path: Path) 
     assert f"{path}:2:" in err
     code, out, _ = strata("--json", "messages", "list", "--agent", agent_id)
     assert json.loads(out)["messages"] == []
+
+
+def test_blocks_update_based_on_merges_and_reports_conflicting_hunks(strata: Strata) -> None:
+    agent_id = new_agent(strata)
+    notes = "name: Ada\nrole: engineer\nteam: core\ncity: Paris\n"
+    code, out, _ = strata(
+        "--json", "blocks", "create", "--agent", agent_id, "--label", "notes", "--value", notes
+    )
+    read = json.loads(out)
+    strata("blocks", "update", "--id", read["id"], "--value", notes.replace("engineer", "architect"))
+    mine = notes.replace("Paris", "Nice")
+    code, out, _ = strata(
+        "--json",
+        "blocks",
+        "update",
+        "--id",
+        read["id"],
+        "--value",
+        mine,
+        "--based-on",
+        read["etag"],
+        "--dry-run",
+    )
+    assert (code, json.loads(out)["version"]) == (0, "2")  # merged, not written (int64 is a JSON string)
+    code, out, _ = strata(
+        "--json", "blocks", "update", "--id", read["id"], "--value", mine, "--based-on", read["etag"]
+    )
+    assert (code, json.loads(out)["value"]) == (0, "name: Ada\nrole: architect\nteam: core\ncity: Nice\n")
+
+    clash = notes.replace("engineer", "chef")
+    code, _, err = strata(
+        "blocks", "update", "--id", read["id"], "--value", clash, "--based-on", read["etag"]
+    )
+    assert code == 1
+    assert "(reason: MERGE_CONFLICT)" in err
+    assert "  field block.value: line 2 of the base: the block now has 'role: architect\\n'" in err

@@ -136,7 +136,7 @@ async def test_a_waiter_whose_time_runs_out_says_so_and_is_forgotten(db: Databas
     ids = write(db, "late")
     assert await sender.wait_delivered(ids, within=0.2) is False
     assert await sender.wait_delivered([*ids, *write(db, "later")], within=0.1) is False
-    assert sender._waiters == {}  # no waiter stays registered after it returned
+    assert sender._waiters.waited_for() == []  # no waiter stays registered after it returned
     assert await sender.deliver_once() == 2
     assert await sender.wait_delivered(ids, within=0.1) is True
 
@@ -168,7 +168,7 @@ async def test_many_waiters_cost_one_store_read_per_poll_interval(db: Database) 
             wait.cancel()
         await asyncio.gather(*waits, return_exceptions=True)
         db.read = read  # type: ignore[method-assign]
-    assert sender._waiters == {}
+    assert sender._waiters.waited_for() == []
 
 
 async def test_a_poll_releases_only_the_waiters_registered_before_it_read(

@@ -25,7 +25,7 @@ A caller waiting until its write is searchable (``wait_delivered``) is told by t
 worker completes its jobs: waiters read nothing from the store while this worker delivers for them,
 so a stream of small writes with ``wait_searchable`` does not multiply store reads by the writers
 waiting. Jobs another replica's worker delivered are found by one read of the store per poll
-interval for all waiters together (``_poll_waiters``), however many calls wait; a waiter reads the
+interval for all waiters together (``waiters.DeliveryWaiters``), however many calls wait; a waiter reads the
 store itself only when its time runs out. After a delivery that released waiters, the
 worker waits up to ``linger_seconds`` for as many new writes before claiming (``_linger``): writers
 that waited write again at once, and their writes then share one batch instead of trickling out in
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import itertools
 import logging
 import os
@@ -51,7 +50,7 @@ import random
 import socket
 import uuid
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
@@ -59,6 +58,7 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing import delivery
 from strata_memory.indexing.fairness import fair_shares, smallest_share_first
 from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.waiters import DeliveryWaiters
 from strata_memory.limits import outbox_batch_bytes
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
@@ -103,15 +103,6 @@ async def waited(wait: Coroutine[object, object, object], seconds: float) -> Non
             await wait
 
 
-@dataclass(slots=True, eq=False)
-class _Waiter:
-    """One ``wait_delivered`` call: the jobs it still waits for, and the event set once there are none."""
-
-    remaining: set[int]
-    order: int
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-
-
 class OutboxWorker:
     def __init__(
         self,
@@ -132,13 +123,11 @@ class OutboxWorker:
         self.name = name or f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._resume_after: str | None = None
         self._wake = asyncio.Event()
-        self._waiters: dict[int, list[_Waiter]] = {}  # job id -> wait_delivered calls waiting for it
-        self._registered = 0  # waiters registered so far (each waiter's order)
+        self._waiters = DeliveryWaiters(db, policy.idle_poll_seconds)
         self._announced = 0  # writes announced (``notify``) so far
         self._released = 0  # waiters released by the last delivery
         self._released_at = 0  # writes announced when the first of them was released
         self._tasks: list[asyncio.Task[None]] = []
-        self._poller: asyncio.Task[None] | None = None  # reads the store for every waiter (``_poll_waiters``)
         self._in_flight = 0  # batches being delivered now
 
     def start(self) -> None:
@@ -149,11 +138,11 @@ class OutboxWorker:
         ]
 
     async def stop(self) -> None:
-        tasks = [*self._tasks, *([self._poller] if self._poller is not None else [])]
-        for task in tasks:
+        for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._tasks, self._poller = [], None
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self._waiters.stop()
 
     def notify(self) -> None:
         """New jobs were committed: deliver now rather than at the next poll."""
@@ -163,80 +152,13 @@ class OutboxWorker:
     async def wait_delivered(self, job_ids: Sequence[int], within: float | None) -> bool:
         """Wait until every job of ``job_ids`` was acknowledged; False if ``within`` seconds passed first.
 
-        The worker tells each waiter which of its jobs it completed (``_settled``), so waiters read
+        The worker tells each waiter which of its jobs it completed (``_settle``), so waiters read
         nothing from the store while this worker delivers their jobs. Jobs another replica's worker
         delivered, or that this worker settled before the waiter started waiting, are found by one
-        poll of the store per poll interval for all waiters together (``_poll_waiters``): however
+        poll of the store per poll interval for all waiters together (``DeliveryWaiters``): however
         many calls wait, the store is read once per interval. A waiter whose time is up reads the
-        store once more itself."""
-        ids = list(job_ids)
-        if not ids:
-            return True
-        waiter = _Waiter(set(ids), self._registered)
-        self._registered += 1
-        for job_id in waiter.remaining:
-            self._waiters.setdefault(job_id, []).append(waiter)
-        if self._poller is None or self._poller.done():
-            self._poller = asyncio.get_running_loop().create_task(
-                self._poll_waiters(), name="strata-outbox-waiters"
-            )
-        try:
-            async with asyncio.timeout(within):
-                await waiter.done.wait()
-                return True
-        except TimeoutError:
-            return waiter.done.is_set() or not await self._db.read(lambda conn: index_jobs.pending(conn, ids))
-        finally:
-            self._forget(waiter)
-
-    async def _poll_waiters(self) -> None:
-        """Every poll interval while calls wait: read which of their jobs are still pending and release
-        the waiters none of whose jobs is. Only waiters registered before the read started are
-        released by it: one registered meanwhile may wait for a new job that took the id of a job
-        the read found gone (SQLite reuses ids once the table is empty)."""
-        while self._waiters:
-            await asyncio.sleep(self._policy.idle_poll_seconds)
-            registered_before = self._registered
-            waited_for = list(self._waiters)
-            try:
-                pending = await self._db.read(functools.partial(index_jobs.still_pending, job_ids=waited_for))
-            except Exception:  # the store is away: the waiters wait on, and the next poll tries again
-                log.warning("could not read the outbox for %d waiting calls", len(waited_for), exc_info=True)
-                continue
-            for job_id in waited_for:
-                if job_id in pending:
-                    continue
-                for waiter in list(self._waiters.get(job_id, [])):
-                    if waiter.order < registered_before:
-                        waiter.remaining.discard(job_id)
-                        if not waiter.remaining:
-                            waiter.done.set()
-
-    def _forget(self, waiter: _Waiter) -> None:
-        for job_id in waiter.remaining:
-            waiting = self._waiters.get(job_id, [])
-            if waiter in waiting:
-                waiting.remove(waiter)
-            if not waiting:
-                self._waiters.pop(job_id, None)
-
-    def _settled(self, done: Sequence[int], registered_before: int) -> None:
-        """These jobs were acknowledged and deleted from the store by a settlement that started when
-        ``registered_before`` waiters had registered: release the waiters among those. A waiter that
-        registered later is not told: on SQLite a job id is reused once the table is empty, so its job
-        may be a newer one with the same id (it learns of its own at its next poll)."""
-        for job_id in done:
-            waiting = self._waiters.pop(job_id, [])
-            for waiter in waiting:
-                if waiter.order >= registered_before:
-                    self._waiters.setdefault(job_id, []).append(waiter)
-                    continue
-                waiter.remaining.discard(job_id)
-                if not waiter.remaining:
-                    waiter.done.set()
-                    if not self._released:
-                        self._released_at = self._announced
-                    self._released += 1
+        store once more itself (:mod:`strata_memory.indexing.waiters` states the rules)."""
+        return await self._waiters.wait(job_ids, within)
 
     async def _run(self) -> None:
         while True:
@@ -393,12 +315,15 @@ class OutboxWorker:
                 index_jobs.retry_later(conn, [job], delay_us=delay_us, error=why[job.document_id].reason)
             return completed
 
-        registered_before = self._registered
+        registered_before = self._waiters.registered
         # A job whose lease ran out and was taken over is not completed here (its new holder does
         # that); its waiters hear of it from that holder or at their next poll of the store.
         completed = await self._db.write(work)
-        if completed:
-            self._settled(completed, registered_before)
+        released = self._waiters.release(completed, registered_before) if completed else 0
+        if released:
+            if not self._released:
+                self._released_at = self._announced
+            self._released += released
 
     def backoff(self, attempts: int) -> float:
         """Seconds before the next attempt: exponential in the attempts so far, capped, with jitter

@@ -1,9 +1,10 @@
-"""``strata agents create|list|get|update|delete``."""
+"""``strata agents create|list|get|update|delete|import|export``."""
 
 from __future__ import annotations
 
 import argparse
 
+from strata.cli import agent_files
 from strata.cli.commands import (
     Subparsers,
     UsageError,
@@ -50,6 +51,8 @@ def register(subparsers: Subparsers) -> None:
     delete = command(commands, "delete", "delete an agent, its messages and its unshared blocks", _delete)
     delete.add_argument("agent_id", metavar="AGENT")
     delete.add_argument("--etag", default="", help="delete only if the agent's etag is still this")
+
+    agent_files.register(commands)
 
 
 def _add_settings(parser: argparse.ArgumentParser) -> None:

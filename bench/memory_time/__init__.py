@@ -1,0 +1,1 @@
+"""Memory over time: merged writes, as-of reads (issue 30)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from strata.mcp.server import McpOptions, http_app
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
 from tests.client.conftest import LoopThread, retrieval_target, server_loop  # noqa: F401  (fixtures)
+from tests.mcp.sessions import HttpServer, Open, Tenant, opener
 from tests.memory_process import free_port
 from tests.security.conftest import ADMIN_KEY
 
@@ -43,15 +43,6 @@ def memory_target(
     server = server_loop.run(start_memory_server(settings))
     yield server.address
     server_loop.run(server.stop(0))
-
-
-@dataclass(frozen=True)
-class Tenant:
-    """A tenant of one test: its API key and one agent of its own."""
-
-    name: str
-    key: str
-    agent_id: str
 
 
 def make_tenant(target: str) -> Tenant:
@@ -85,12 +76,6 @@ async def grpc_client(memory_target: str, tenant: Tenant) -> AsyncIterator[Async
         yield opened
 
 
-@dataclass(frozen=True)
-class HttpServer:
-    url: str
-    port: int
-
-
 @pytest.fixture(scope="session")
 def mcp_http(server_loop: LoopThread, memory_target: str) -> Iterator[HttpServer]:  # noqa: F811
     """``strata mcp --transport http`` (per-call agents) on a free loopback port."""
@@ -112,3 +97,10 @@ def mcp_http(server_loop: LoopThread, memory_target: str) -> Iterator[HttpServer
     server.should_exit = True
     server_loop.run(asyncio.wait_for(task, 30))
     server_loop.run(pool.close())
+
+
+@pytest.fixture(params=["stdio", "http"])
+def open_session(request: pytest.FixtureRequest, memory_target: str, mcp_http: HttpServer) -> Open:
+    """Opens an MCP session as a tenant's key, over stdio (spawning ``strata mcp``) or HTTP."""
+    transport: str = request.param
+    return opener(transport, memory_target, mcp_http)

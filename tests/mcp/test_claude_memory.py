@@ -18,7 +18,7 @@ from anthropic.types.beta import (
 from strata.client import MemoryClient
 from strata.integrations.claude_memory import StrataMemoryTool
 from strata.memory.v1 import resources_pb2 as pb
-from tests.mcp.conftest import Tenant
+from tests.mcp.sessions import Tenant
 
 
 @pytest.fixture

@@ -31,6 +31,9 @@ from strata.client import (
     UnavailableError,
 )
 
+UNAUTHORIZED_CODE = -32001
+"""The JSON-RPC error code of a refused key (implementation-defined server errors: -32000..-32099)."""
+
 ClientFactory = Callable[[str | None], AsyncMemoryClient]
 """Opens a MemoryService client that sends the given API key (``None``: no key)."""
 
@@ -125,8 +128,10 @@ class BearerGate:
 
     A key is checked with one ``ListTools`` call as that key; an accepted key is remembered for
     ``ttl`` seconds (a key revoked meanwhile is still refused by MemoryService on the call itself,
-    which the caller sees as a tool error). Refusals are JSON ``{"error", "message"}`` with the
-    status of :func:`refusal_for` and a ``WWW-Authenticate: Bearer`` header on 401.
+    which the caller sees as a tool error). A refusal has the status of :func:`refusal_for`, a
+    ``WWW-Authenticate: Bearer`` header on 401, and a JSON-RPC error as body (``{"jsonrpc", "id":
+    null, "error": {"code", "message", "data": {"error"}}}``), so an MCP client shows its user the
+    message rather than a bare status.
     """
 
     def __init__(self, app: ASGIApp, pool: ClientPool, ttl: float = 10.0) -> None:
@@ -166,7 +171,8 @@ class BearerGate:
 
 
 async def _refuse(refusal: Refusal, send: Send) -> None:
-    body = json.dumps({"error": refusal.error, "message": refusal.message}).encode()
+    error = {"code": UNAUTHORIZED_CODE, "message": refusal.message, "data": {"error": refusal.error}}
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
     headers: list[tuple[bytes, bytes]] = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

@@ -14,7 +14,7 @@ from strata.client import AdminClient, AsyncMemoryClient, UnauthenticatedError
 from tests.mcp.sessions import HttpServer, Tenant, http_session
 from tests.security.conftest import ADMIN_KEY
 
-INITIALIZE = {
+INITIALIZE: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",

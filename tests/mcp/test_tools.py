@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 
@@ -42,6 +42,11 @@ EDITS: list[tuple[str, dict[str, Any]]] = [
     ("memory", {"command": "delete", "path": "/memories/notes"}),
 ]
 """Every memory tool that edits a block, each command of the omni tool, in an order that works."""
+
+
+def etag_meta(etag: str) -> types.RequestParamsMeta:
+    """A call's ``_meta`` making its edit conditional on ``etag``."""
+    return cast(types.RequestParamsMeta, {"strata/etag": etag})
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -159,12 +164,12 @@ async def test_a_stale_etag_is_a_tool_error_with_the_services_text(
         expected = f"ABORTED: {error.message} (reason: {error.reason})"
     async with open_session(tenant) as session:
         result = await session.call_tool(
-            "core_memory_append", {"agent_id": agent, **arguments}, meta={"strata/etag": stale}
+            "core_memory_append", {"agent_id": agent, **arguments}, meta=etag_meta(stale)
         )
         assert (result.is_error, text_of(result)) == (True, expected)
         current = (await grpc_client.get_block(agent_id=agent, label="human")).etag
         applied = await session.call_tool(
-            "core_memory_append", {"agent_id": agent, **arguments}, meta={"strata/etag": current}
+            "core_memory_append", {"agent_id": agent, **arguments}, meta=etag_meta(current)
         )
     assert not applied.is_error
     assert (await grpc_client.get_block(agent_id=agent, label="human")).value == "by another client\nmine"

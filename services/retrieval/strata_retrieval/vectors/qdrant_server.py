@@ -19,9 +19,10 @@ way the embedded engine refuses a data folder (``EMBEDDING_MODEL_MISMATCH``).
 
 The configured collection name is an alias over generations (:mod:`.generations`). :meth:`rebuild`
 builds the next generation from the serving one's own points (every payload holds the document
-whole), then swaps the alias: at start-up when the model or BM25 parameters changed and a rebuild is
-allowed, or on demand. It is the whole index, every tenant: per-tenant rebuilds stay MemoryService's
-Reindex, which upserts in place and then deletes what the store no longer holds.
+whole; :mod:`.qdrant_rebuild` copies them), then swaps the alias: at start-up when the model or BM25
+parameters changed and a rebuild is allowed, or on demand. It is the whole index, every tenant:
+per-tenant rebuilds stay MemoryService's Reindex, which upserts in place and then deletes what the
+store no longer holds.
 
 BM25's ``avg_len`` is, unless configured, the collection's mean document length, measured when a
 generation is built and pinned in it (Qdrant's default 256 for a new, empty collection), so that
@@ -33,8 +34,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
+from dataclasses import asdict, replace
 from typing import Any
 
 import qdrant_edge as qe
@@ -45,7 +46,7 @@ from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.errors import EmbeddingModelMismatch, RebuildInProgress
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import query_words
-from strata_retrieval.vectors import generations
+from strata_retrieval.vectors import generations, qdrant_rebuild
 from strata_retrieval.vectors.bm25 import (
     DEFAULT_AVG_LEN,
     SPARSE_NAME,
@@ -54,28 +55,16 @@ from strata_retrieval.vectors.bm25 import (
     sparse_vector,
 )
 from strata_retrieval.vectors.payload import (
-    FULL_TEXT_FIELDS,
     HNSW_EF,
     VECTOR_NAME,
-    from_payload,
-    full_text_of,
     to_payload,
 )
 from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex, client_filter
+from strata_retrieval.vectors.qdrant_rebuild import REBUILD_PAGE, Building, Embed
 
 log = logging.getLogger("strata.retrieval.qdrant_server")
-REBUILD_PAGE = 256
 REBUILD_WAIT_SECONDS = 1.0
 """At start, how long to wait before looking again at a rebuild another replica is running."""
-Embed = Callable[[Sequence[str]], Vectors]
-
-
-@dataclass(frozen=True)
-class _Building:
-    """The generation being built, which writes are mirrored into until the swap."""
-
-    collection: str
-    bm25: qe.Bm25
 
 
 class QdrantServerIndex(QdrantCollectionIndex):
@@ -100,7 +89,7 @@ class QdrantServerIndex(QdrantCollectionIndex):
         self._params = replace(self._wanted, avg_len=self._wanted.avg_len or DEFAULT_AVG_LEN)
         self._bm25 = bm25_encoder(self._params)
         self._writes = threading.Lock()  # a write and a rebuild's copy of a page, one at a time
-        self._building: _Building | None = None
+        self._building: Building | None = None
         self._rebuild_with = rebuild_with
         super().__init__(url, manifest.embedding_dimension, collection=collection, api_key=api_key)
 
@@ -212,11 +201,15 @@ class QdrantServerIndex(QdrantCollectionIndex):
         """
         serving = self.generation
         reuse_vectors = self._matches_model(self._metadata(serving))
-        avg_len = self._wanted.avg_len or self._mean_length() or DEFAULT_AVG_LEN
+        avg_len = (
+            self._wanted.avg_len
+            or qdrant_rebuild.mean_length(self._client, self._collection)
+            or DEFAULT_AVG_LEN
+        )
         params = replace(self._wanted, avg_len=float(avg_len))
         numbers = generations.generations(self._client, self._collection)  # a dead build's number too:
         generations.drop_dead_builds(self._client, self._collection)  # never reused, if it wakes up
-        building = _Building(
+        building = Building(
             generations.generation_name(self._collection, max(numbers, default=0) + 1), bm25_encoder(params)
         )
         self._create_generation(building.collection, params, building=True)
@@ -224,9 +217,16 @@ class QdrantServerIndex(QdrantCollectionIndex):
             with self._writes:
                 self._building = building
             beaten = time.time()  # the mark it was created with
-            for keys in self._key_pages(page_size):
+            for keys in qdrant_rebuild.key_pages(self._client, self._collection, page_size):
                 with self._writes:
-                    self._copy(keys, building, embed, reuse_vectors)
+                    qdrant_rebuild.copy_points(
+                        self._client,
+                        self._collection,
+                        keys,
+                        building,
+                        embed=embed,
+                        reuse_vectors=reuse_vectors,
+                    )
                 beaten = generations.beat(self._client, building.collection, beaten)
             with self._writes:
                 self._check_still_serving(serving, building.collection)
@@ -257,54 +257,6 @@ class QdrantServerIndex(QdrantCollectionIndex):
 
     def _matches_model(self, found: dict[str, Any]) -> bool:
         return {key: found.get(key) for key in asdict(self._manifest)} == asdict(self._manifest)
-
-    def _mean_length(self) -> float | None:
-        """The serving generation's mean document length in BM25 tokens; None when it is empty."""
-        total = count = 0
-        for records in self._pages(page_size=REBUILD_PAGE, with_payload=list(FULL_TEXT_FIELDS)):
-            total += sum(generations.document_length(full_text_of(r.payload or {})) for r in records)
-            count += len(records)
-        return total / count if count else None
-
-    def _key_pages(self, page_size: int) -> Iterator[list[str]]:
-        for records in self._pages(page_size=page_size, with_payload=False):
-            yield [str(record.id) for record in records]
-
-    def _pages(self, *, page_size: int, with_payload: bool | list[str]) -> Iterator[list[models.Record]]:
-        offset: models.ExtendedPointId | None = None
-        while True:
-            records, offset = self._client.scroll(  # type: ignore[assignment]  # REST ids only
-                self._collection, limit=page_size, offset=offset, with_payload=with_payload
-            )
-            if records:
-                yield records
-            if offset is None:
-                return
-
-    def _copy(self, keys: list[str], building: _Building, embed: Embed, reuse_vectors: bool) -> None:
-        """These keys' points as the serving generation holds them now, into ``building``."""
-        records = self._client.retrieve(
-            self._collection,
-            ids=keys,
-            with_payload=True,
-            with_vectors=[VECTOR_NAME] if reuse_vectors else False,
-        )
-        if not records:
-            return
-        documents = [from_payload(record.payload or {}) for record in records]
-        if reuse_vectors:
-            dense = [list(_dense(record.vector)) for record in records]
-        else:
-            dense = [row.tolist() for row in embed([document.embedded_text for document in documents])]
-        points = [
-            models.PointStruct(
-                id=str(record.id),
-                vector={VECTOR_NAME: vector, SPARSE_NAME: sparse_vector(building.bm25, document.full_text)},
-                payload=record.payload,
-            )
-            for record, document, vector in zip(records, documents, dense, strict=True)
-        ]
-        self._client.upsert(building.collection, points=points, wait=True)
 
     def upsert(self, documents: Sequence[Document], vectors: Vectors) -> None:
         """Each document as one point with both vectors: the dense row and its text's BM25 (into
@@ -397,8 +349,3 @@ class SparseTextLeg:
 
 def _scored(response: models.QueryResponse) -> list[ScoredKey]:
     return [ScoredKey(key=str(point.id), score=float(point.score)) for point in response.points]
-
-
-def _dense(vector: Any) -> list[float]:
-    """The dense vector of a retrieved point's named vectors."""
-    return list(vector[VECTOR_NAME])

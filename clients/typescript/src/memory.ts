@@ -11,6 +11,8 @@ import { toStrataError } from "./errors.js";
 import {
   type ArchivalHit,
   type ExecuteToolResponse,
+  type ExportAgentFileResponse,
+  type ImportAgentFileResponse,
   MemoryService,
   type MessageHit,
   type ReindexProgress,
@@ -292,6 +294,25 @@ export class MemoryClient {
       ),
     );
     return response.hits;
+  }
+
+  /**
+   * Create the agents, blocks and messages of a Letta Agent File (the .af file's bytes), all or nothing:
+   * a file that cannot be imported whole throws InvalidArgumentError naming the path inside it. The
+   * report says what was kept verbatim (tools, LLM settings, groups, ...) and which secrets were dropped.
+   */
+  async importAgentFile(
+    agentFile: Uint8Array,
+    options: { waitSearchable?: boolean; requestId?: string } = {},
+    call?: CallOptions,
+  ): Promise<ImportAgentFileResponse> {
+    const request = { agentFile, waitSearchable: options.waitSearchable ?? false, requestId: options.requestId || randomUUID() };
+    return typed(this.raw.importAgentFile(request, call));
+  }
+
+  /** The agent, with the agents imported together with it, as Agent File bytes (`agentFile`). */
+  async exportAgentFile(agentId: string, options: { withMessages?: boolean } = {}, call?: CallOptions): Promise<ExportAgentFileResponse> {
+    return typed(this.raw.exportAgentFile({ agentId, withMessages: options.withMessages ?? false }, call));
   }
 
   /** Rebuild RetrievalService's indexes (one agent, or the tenant), yielding progress as it streams. */

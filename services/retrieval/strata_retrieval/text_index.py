@@ -4,9 +4,8 @@ User text is never query syntax. Only its Unicode word characters are kept, and 
 the parser as a quoted literal (``"word"``), so quotes, colons, brackets, ``AND``/``NOT``, ``*``,
 field names and emoji can neither raise nor change the query; the words are OR-ed and ranked by
 BM25. English function words ("the", "of", "what", ...) are dropped from the query (never from
-the index) unless nothing else is left: their BM25 weight is near zero, but matching them made the leg
-score almost every document — at 1M documents it took 18.4 ms p50 with them and 4.8 ms without, and
-SciFact's BM25 nDCG@10 went from 0.684 to 0.689 (bench/perf/findings.md).
+the index) unless nothing else is left: their BM25 weight is near zero, but matching them makes the
+leg score almost every document (slower, and no better: bench/perf/findings.md).
 
 Filters are exact terms on raw (untokenised) fields and an integer range on the creation time,
 wrapped in a zero-score clause so they restrict without changing BM25 scores.

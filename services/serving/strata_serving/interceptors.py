@@ -71,7 +71,7 @@ embedding the server, or a test seeding ``random``, would see its sequence chang
 
 def _new_request_id() -> str:
     """32 random hex digits, like ``uuid4().hex``: a log correlation id, not a secret, so drawn from
-    ``random`` (a getrandom syscall per call costs ~15 µs on a loaded VM)."""
+    ``random`` rather than a getrandom syscall per call (bench/perf/findings.md)."""
     return f"{_REQUEST_IDS.getrandbits(128):032x}"
 
 

@@ -38,8 +38,8 @@ def server_span(method: str, incoming: Mapping[str, str]) -> Iterator[trace.Span
     """The span of one served call, continuing the caller's trace when it sent ``traceparent``.
 
     With no tracer provider installed and no trace context in the call's metadata there is nothing
-    to record or pass on: the call runs outside any span, without the ~60 µs the OpenTelemetry API
-    takes to extract, attach and start a non-recording one (measured on a 2-vCPU VM).
+    to record or pass on: the call runs outside any span, without the cost of extracting, attaching
+    and starting a non-recording one (bench/perf/findings.md).
     """
     if _trace_fields().isdisjoint(incoming) and not _provider_installed():
         yield trace.INVALID_SPAN

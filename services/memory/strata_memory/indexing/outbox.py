@@ -11,15 +11,14 @@ whatever it sent that the store no longer holds (``delivery.upsert_as_stored``).
 The worker can keep ``deliveries_in_flight`` batches in flight (one by default), each claimed on its own
 as two workers would claim them: while RetrievalService embeds one batch, the next one is claimed,
 read from the store and sent, so its embedding starts as soon as the first one's ends, and the first
-one's index write and settlement overlap the second's embedding instead of leaving the encoder idle
-(bench/perf/ingest_e2e.py). A second batch starts only when a full window of jobs is waiting, so a
-backlog is worked off two batches at a time while a stream of small writes gathers behind the batch
-in flight, as before (one write per batch would multiply the per-batch costs: a claim, a settlement,
-a Tantivy commit). On this 2-core machine two in flight gained nothing measurable on a 1,000-message
-import and cost a stream of small appends ~1.5 ms of MemoryService CPU per message (the window
-check on every wake-up), so one is the default; with cores to spare the overlap can pay. Leases keep a
-job with one delivery, and a job is claimable only after
-the earlier jobs of its document were settled, so each document's jobs still arrive in order.
+one's index write and settlement overlap the second's embedding instead of leaving the encoder idle.
+A second batch starts only when a full window of jobs is waiting, so a backlog is worked off two
+batches at a time while a stream of small writes gathers behind the batch in flight (one write per
+batch would multiply the per-batch costs: a claim, a settlement, a Tantivy commit). One in flight is
+the default: the window check on every wake-up costs CPU that only a machine with cores to spare
+wins back (bench/perf/findings.md, "Figures moved out of module docstrings"). Leases keep a job with
+one delivery, and a job is claimable only after the earlier jobs of its document were settled, so
+each document's jobs still arrive in order.
 
 A caller waiting until its write is searchable (``wait_delivered``) is told by the worker when the
 worker completes its jobs: waiters read nothing from the store while this worker delivers for them,

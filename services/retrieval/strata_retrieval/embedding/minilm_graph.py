@@ -7,13 +7,12 @@ The graph (opset 17 plus onnxruntime's ``com.microsoft`` kernels) takes ``input_
 projection with its residual LayerNorm, an erf-GELU feed-forward block (``BiasGelu``) and a second
 residual LayerNorm; finally the mean of the token vectors over the attention mask, L2-normalised.
 This is what sentence-transformers computes for this model (BertModel -> mean pooling -> Normalize).
-The fused kernels replace ~20 small nodes per layer: a query embeds ~10 % faster in fp32, and
-dynamic int8 quantisation can turn ``Attention`` into ``QAttention``.
+The fused kernels replace ~20 small nodes per layer, and dynamic int8 quantisation can turn
+``Attention`` into ``QAttention``.
 
-LayerNorm is the exception: it is written as plain ONNX operators (mean, variance, scale, shift).
-onnxruntime's CPU kernels for it (``LayerNormalization``, ``SkipLayerNormalization``) took ~3 us per
-384-wide row here, twice the plain operators; written this way an int8 document embeds 4-8 % faster
-(paired A/Bs in ``bench/perf/findings.md``).
+LayerNorm is the exception: it is written as plain ONNX operators (mean, variance, scale, shift),
+which run faster than onnxruntime's CPU kernels for it (``LayerNormalization``,
+``SkipLayerNormalization``). The figures for both choices are in ``bench/perf/findings.md``.
 """
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ class OnnxSentenceEmbedder:
     def _each_text_alone(self, texts: Sequence[str], out: Vectors) -> None:
         """int8: each text tokenised and embedded alone, by ``parallel_texts`` threads that each take
         the next text until none is left. One task per thread rather than one per text: a future per
-        text cost ~7 % of the throughput in thread hand-offs (paired A/B, bench/perf/ingest_e2e.py)."""
+        text costs throughput in thread hand-offs (bench/perf/findings.md)."""
         assert self._texts_at_once is not None
         pending = iter(range(len(texts)))
         lock = threading.Lock()

@@ -4,16 +4,15 @@ Points live in plain (appendable) segments, which are searched exactly, until :m
 builds HNSW graphs; searches are therefore always correct, only slower on large unindexed shards.
 A shard created here also keeps an int8 copy of every vector (Qdrant's scalar quantisation, in RAM)
 that ``optimize`` builds with the graph: the graph is walked on the int8 copies and the best
-``OVERSAMPLING`` x limit candidates are rescored with the float vectors, so scores are exact cosines.
-At 100k chat messages that took a filtered top-50 search from 2.2 to 1.5 ms with recall@50 against
-exact search 0.9947 (float graph 0.9949; one-off A/B, paired per query, 2026-12-03; see
-``bench/perf/findings.md``). Shards created before keep their float-only layout and search as before.
+``OVERSAMPLING`` x limit candidates are rescored with the float vectors, so scores are exact cosines
+(faster at the same recall: bench/perf/findings.md). Shards created before keep their float-only
+layout and search as before.
 Every filter field has a payload index, and the filter is part of the query, so a filtered search
 returns as many hits as there are matches, up to the limit.
 
-Measured here: ``EdgeShard.optimize`` and ``query`` hold the GIL for their whole run (a 20k-point
-optimize froze every other Python thread for 13-20 s). ``optimize`` must therefore never run while
-the service answers calls; the service runs it before it reports SERVING (see ``engine``).
+``EdgeShard.optimize`` and ``query`` hold the GIL for their whole run (every other Python thread
+stops meanwhile), so ``optimize`` must never run while the service answers calls; the service runs
+it before it reports SERVING (see ``engine``).
 One process owns a shard directory (its WAL is locked).
 """
 

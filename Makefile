@@ -12,11 +12,13 @@ LOCAL_PKGS  := -e clients/python -e services/serving -e services/memory -e servi
 TS_DIR      := clients/typescript
 NODE_STAMP  := $(TS_DIR)/node_modules/.installed
 BUF         := $(CURDIR)/$(TS_DIR)/node_modules/.bin/buf
+INSPECTOR_DIR   := tests/mcp/inspector
+INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-cluster run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check coverage-branches mutation docs node buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
+        client client-check coverage-branches mutation docs node mcp-inspector buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -37,6 +39,12 @@ $(NODE_STAMP): $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
 
 node: $(NODE_STAMP) ## npm ci in clients/typescript: buf, protoc-gen-es, the TypeScript client's deps (exact pins)
 
+$(INSPECTOR_STAMP): $(INSPECTOR_DIR)/package.json $(INSPECTOR_DIR)/package-lock.json
+	cd $(INSPECTOR_DIR) && npm ci --no-audit --no-fund --ignore-scripts
+	touch $(INSPECTOR_STAMP)
+
+mcp-inspector: $(INSPECTOR_STAMP) ## npm ci in tests/mcp/inspector: the MCP Inspector CLI tests/mcp drives (exact pin)
+
 run: install ## start RetrievalService (:50052) and MemoryService (:50051) on embedded defaults
 	$(PY) -m scripts.run_services
 
@@ -49,7 +57,7 @@ run-memory: install ## start MemoryService alone
 run-retrieval: install ## start RetrievalService alone
 	$(PY) -m strata_retrieval.main
 
-test: install node ## run every test (unit, golden, integration through real servers; branch coverage printed), then the TypeScript client's
+test: install node mcp-inspector ## run every test (unit, golden, integration through real servers; branch coverage printed), then the TypeScript client's
 	mkdir -p .cache
 	$(PY) -m pytest -q --cov --cov-report=term --cov-report=json:.cache/coverage.json
 	cd $(TS_DIR) && npm test

@@ -16,6 +16,7 @@ connection error ends the command early.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,12 +28,14 @@ from strata.memfs.layout import (
     BlockFile,
     Ignored,
     LayoutError,
+    case_collisions,
     parse_block_file,
     path_for_label,
     read_text,
     scan,
     write_text,
 )
+from strata.memfs.paths import link_on_path, remove_inside
 from strata.memfs.plan import BOOKKEEPING, PROBLEMS, PULLS, PUSHES, Change, Kind, Local, Remote, classify
 from strata.memfs.report import Outcome, Report, commit_message
 from strata.memfs.state import STATE_PATH, SyncState, load_state, save_state
@@ -65,13 +68,15 @@ def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenan
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise MemfsError(f"{root} exists and is not an empty folder")
     remotes, ignored = remote_blocks(client, agent_id)
+    labels, colliding = _projectable(root, set(remotes))
+    remotes, ignored = {label: remotes[label] for label in labels}, ignored + colliding
     root.mkdir(parents=True, exist_ok=True)
     repo = Repository(root)
     repo.init()
-    repo.install_hook(HOOK_MODULE)
-    write_text(root / ATTRIBUTES_PATH, ATTRIBUTES)
+    hook_problem = repo.install_hook(HOOK_MODULE)
+    write_text(root, ATTRIBUTES_PATH, ATTRIBUTES)
     state = SyncState(agent_id=agent_id, target=target, tenant=tenant)
-    report = Report("cloned", agent_id, ignored=ignored)
+    report = Report("cloned", agent_id, ignored=ignored + _hook_ignored(hook_problem))
     for label, remote in sorted(remotes.items()):
         change = Change(label, Kind.PULL_CREATE, "attached on the server", remote=remote)
         outcome = _apply_pull(client, root, state, change)
@@ -118,12 +123,32 @@ def sync_plan(
     """Every label's change, and the files and server blocks that cannot take part."""
     remotes, remote_ignored = remote_blocks(client, state.agent_id)
     locals_, local_ignored = local_files(root)
-    labels = sorted(set(state.blocks) | set(remotes) | set(locals_))
+    labels, unsafe = _projectable(root, set(state.blocks) | set(remotes) | set(locals_))
     changes = [
         classify(label, state.blocks.get(label), remotes.get(label), locals_.get(label), prune=prune)
         for label in labels
     ]
-    return [_merge_checked(client, root, c) for c in changes], local_ignored + remote_ignored
+    return [_merge_checked(client, root, c) for c in changes], local_ignored + remote_ignored + unsafe
+
+
+def _projectable(root: Path, labels: set[str]) -> tuple[list[str], list[Ignored]]:
+    """The labels a sync may touch, and the others reported: a label whose file or folders differ
+    from another's only by case (one file on macOS and Windows), or whose path goes through a
+    symbolic link (``strata.memfs.paths``). Left out, such a label is neither written, removed,
+    pushed nor detached."""
+    collisions = case_collisions(labels)
+    kept: list[str] = []
+    ignored: list[Ignored] = []
+    for label in sorted(labels):
+        path = path_for_label(label) or label
+        link = None if label in collisions else link_on_path(root, path)
+        if label in collisions:
+            ignored.append(Ignored(path, f"collides by case with {collisions[label]}; rename one"))
+        elif link is not None:
+            ignored.append(Ignored(path, link))
+        else:
+            kept.append(label)
+    return kept, ignored
 
 
 def _merge_checked(client: MemoryClient, root: Path, change: Change) -> Change:
@@ -148,7 +173,12 @@ def remote_blocks(client: MemoryClient, agent_id: str) -> tuple[dict[str, Remote
     ignored: list[Ignored] = []
     for block in client.iter_blocks(agent_id=agent_id):
         if path_for_label(block.label) is None:
-            ignored.append(Ignored(f"server block {block.label!r}", "its label cannot be a file path"))
+            why = (
+                "holds '\\', a folder separator on Windows"
+                if "\\" in block.label
+                else "cannot be a file path"
+            )
+            ignored.append(Ignored(f"server block {block.label!r}", f"its label {why}"))
             continue
         found[block.label] = _remote(block)
     return found, ignored
@@ -181,8 +211,9 @@ def _run(
     prune: bool,
 ) -> Report:
     state = load_state(root)
-    Repository(root).install_hook(HOOK_MODULE)  # a `git clone` of the folder gets it on first use
+    hook_problem = Repository(root).install_hook(HOOK_MODULE)  # a `git clone` gets it on first use
     changes, ignored = sync_plan(client, root, state, prune=prune)
+    ignored += _hook_ignored(hook_problem)
     report = Report(action[1], state.agent_id, ignored=ignored)
     try:
         for change in changes:
@@ -196,6 +227,10 @@ def _run(
     finally:
         _commit(root, state, report, action[0], f"{why}\nAgent {state.agent_id} at {state.target}.")
     return report
+
+
+def _hook_ignored(problem: str | None) -> list[Ignored]:
+    return [] if problem is None else [Ignored(".git/hooks/pre-commit", problem)]
 
 
 def _commit(root: Path, state: SyncState, report: Report, action: str, why: str) -> None:
@@ -227,7 +262,7 @@ def _unchanged_since_plan(root: Path, change: Change) -> bool:
     """Whether the file still says what the plan read (an editor may have saved in between)."""
     path = root / change.path
     if change.local is None:
-        return not path.exists()
+        return not os.path.lexists(path)  # a dangling link is not "no file"
     try:
         return Local(change.local.path, parse_block_file(read_text(path))) == change.local
     except (OSError, LayoutError):
@@ -353,18 +388,13 @@ def _remote(block: pb.Block) -> Remote:
 
 
 def write_remote(root: Path, path: str, remote: Remote) -> None:
-    """Write the server's block into its file."""
-    write_text(root / path, remote.text())
+    """Write the server's block into its file (never through a symbolic link)."""
+    write_text(root, path, remote.text())
 
 
 def remove_file(root: Path, path: str) -> None:
-    """Delete a block file and the folders it leaves empty."""
-    target = root / path
-    target.unlink(missing_ok=True)
-    for folder in target.parents:
-        if folder == root or not folder.is_relative_to(root) or any(folder.iterdir()):
-            break
-        folder.rmdir()
+    """Delete a block file and the folders it leaves empty (never a link's target)."""
+    remove_inside(root, path)
 
 
 def _as(change: Change, kind: Kind, reason: str) -> Change:

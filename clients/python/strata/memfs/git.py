@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import stat
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from strata.memfs.paths import link_on_path, write_inside
 
 FALLBACK_NAME = "strata memfs"
 FALLBACK_EMAIL = "memfs@strata.invalid"
@@ -72,18 +73,26 @@ class Repository:
     def head_exists(self) -> bool:
         return self.run("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
 
-    def install_hook(self, module: str) -> Path | None:
+    def install_hook(self, module: str) -> str | None:
         """Install (or refresh) the pre-commit hook running ``python -m MODULE`` with this interpreter.
 
-        A pre-commit hook that MemFS did not write is left alone (``None`` is returned).
+        The hook is only ever written as a regular file in the repository's own ``hooks`` folder,
+        never through a symbolic link (a dangling ``pre-commit`` link would otherwise create an
+        executable file wherever it points). Returns why it was not installed, or ``None``: a hook
+        MemFS did not write is left alone, as is a hooks folder set elsewhere (``core.hooksPath``).
         """
-        hooks = Path(self.run("rev-parse", "--git-path", "hooks").stdout.decode().strip())
-        hook = (self.root / hooks / "pre-commit").resolve()
+        git_dir = Path(self.run("rev-parse", "--absolute-git-dir").stdout.decode().strip())
+        hooks = self.root / self.run("rev-parse", "--git-path", "hooks").stdout.decode().strip()
+        if os.path.realpath(hooks) != os.path.realpath(git_dir / "hooks"):
+            return f"the hooks folder is {hooks}, outside {git_dir}; the pre-commit hook is not installed"
+        problem = link_on_path(git_dir, "hooks/pre-commit")
+        if problem is not None:
+            return f"{problem}; the pre-commit hook is not installed"
+        hook = git_dir / "hooks" / "pre-commit"
         if hook.exists() and HOOK_MARKER not in hook.read_text(encoding="utf-8", errors="replace"):
             return None
         python = shlex.quote(sys.executable)
-        hook.parent.mkdir(parents=True, exist_ok=True)
-        hook.write_text(
+        script = (
             "#!/bin/sh\n"
             f"{HOOK_MARKER}: refuses commits that edit read-only blocks,\n"
             "# change read_only, or leave a block file without a description.\n"
@@ -91,11 +100,10 @@ class Repository:
             f"  echo 'memfs pre-commit: {python} is gone; re-clone or reinstall the hook' >&2\n"
             "  exit 1\n"
             "fi\n"
-            f"exec {python} -m {module}\n",
-            encoding="utf-8",
+            f"exec {python} -m {module}\n"
         )
-        hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        return hook
+        write_inside(git_dir, "hooks/pre-commit", script.encode("utf-8"), mode=0o777)
+        return None
 
     def _identity(self) -> list[str]:
         """``-c user.name=… -c user.email=…`` when git cannot tell who commits, else nothing."""

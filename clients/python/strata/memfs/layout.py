@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from strata.memfs.paths import write_inside
 
 SUFFIX = ".md"
 FENCE = "---"
@@ -117,11 +120,38 @@ def _lf(text: str) -> str:
 
 
 def path_for_label(label: str) -> str | None:
-    """The file (relative, ``/``-separated) holding ``label``, or ``None`` if it cannot be one."""
+    """The file (relative, ``/``-separated) holding ``label``, or ``None`` if it cannot be one.
+
+    A label holding ``\\`` has none on any platform: it is a folder separator on Windows, and the
+    folder must hold the same files on Linux, macOS and Windows.
+    """
     segments = label.split("/")
-    if any(not s or s.startswith(".") for s in segments) or label_problem(label):
+    if any(not s or s.startswith(".") for s in segments) or "\\" in label or label_problem(label):
         return None
     return label + SUFFIX
+
+
+def case_collisions(labels: Collection[str]) -> dict[str, str]:
+    """Labels whose file or any of its folders differs from another label's only by case.
+
+    On macOS and Windows such paths are one file (or folder), so none of them is synced, on every
+    platform alike; the value names what it collides with.
+    """
+    seen: dict[str, set[str]] = {}
+    for label in labels:
+        segments = label.split("/")
+        for depth in range(1, len(segments) + 1):
+            prefix = "/".join(segments[:depth])
+            seen.setdefault(prefix.casefold(), set()).add(prefix)
+    found: dict[str, str] = {}
+    for label in labels:
+        segments = label.split("/")
+        for depth in range(1, len(segments) + 1):
+            spellings = seen["/".join(segments[:depth]).casefold()]
+            if len(spellings) > 1:
+                found[label] = " and ".join(repr(s) for s in sorted(spellings))
+                break
+    return found
 
 
 def label_for_path(path: str) -> str | None:
@@ -175,6 +205,10 @@ def scan(root: Path) -> tuple[dict[str, Path], list[Ignored]]:
     ignored: list[Ignored] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in dirs:
+            if (Path(folder) / name).is_symlink():
+                relative = (Path(folder) / name).relative_to(root).as_posix()
+                ignored.append(Ignored(relative + "/", "symbolic links are not followed"))
         for name in sorted(files):
             if name.startswith("."):
                 continue
@@ -193,6 +227,8 @@ def scan(root: Path) -> tuple[dict[str, Path], list[Ignored]]:
 def _why_not_a_block(path: str) -> str:
     if not path.endswith(SUFFIX):
         return "not a .md file"
+    if "\\" in path:
+        return "its name holds '\\', a folder separator on Windows"
     problem = label_problem(path.removesuffix(SUFFIX))
     return f"its name cannot be a block label: {problem}" if problem else "not a block file"
 
@@ -205,7 +241,7 @@ def read_text(path: Path) -> str:
         raise LayoutError(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 bytes exactly, creating parent folders."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode("utf-8"))
+def write_text(root: Path, relative: str, text: str) -> None:
+    """Write ``text`` as UTF-8 bytes exactly to ``root/relative``, creating real parent folders and
+    never following a symbolic link (``strata.memfs.paths``)."""
+    write_inside(root, relative, text.encode("utf-8"))

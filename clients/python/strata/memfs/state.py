@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strata.memfs.paths import write_inside
+
 STATE_PATH = ".strata/memfs.json"
 FORMAT = 1
 
@@ -86,9 +88,8 @@ def save_state(root: Path, state: SyncState) -> None:
         "tenant": state.tenant,
         "blocks": blocks,
     }
-    path = root / STATE_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(raw, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = json.dumps(raw, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_inside(root, STATE_PATH, text.encode("utf-8"))  # never through a committed link
 
 
 def _decode(raw: dict[str, Any]) -> SyncState:

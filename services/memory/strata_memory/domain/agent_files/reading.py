@@ -45,7 +45,7 @@ def _loads(text: str, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidArgument.field(
-            FIELD, f"{where}is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            FIELD, f"{where}is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from exc
     except RecursionError as exc:
         raise InvalidArgument.field(

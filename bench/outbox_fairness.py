@@ -36,7 +36,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.main import start_memory_server
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
@@ -62,7 +62,7 @@ class Recorder:
 
 def worker(db: Database, recorder: Recorder, batch: int) -> OutboxWorker:
     """The worker of whichever version is installed, with a batch of ``batch`` jobs."""
-    client = cast(RetrievalClient, recorder)
+    client = cast(RetrievalConnection, recorder)
     if "policy" in inspect.signature(OutboxWorker).parameters:
         from strata_memory.indexing.outbox import OutboxPolicy  # absent before the change
 

@@ -49,8 +49,8 @@ def apis_of(path: Path) -> tuple[str, ...]:
 
 def dynamic_reasons(path: Path, node: ast.JoinedStr) -> list[str]:
     """f-string reasons, expanded from the table that drives them (a new one fails until added here)."""
-    if path.name == "retrieval_client.py" and ast.unparse(node) == "f'RETRIEVAL_{refusal.code().name}'":
-        module = importlib.import_module("strata_memory.indexing.retrieval_client")
+    if path.name == "retrieval_connection.py" and ast.unparse(node) == "f'RETRIEVAL_{refusal.code().name}'":
+        module = importlib.import_module("strata_memory.indexing.retrieval_connection")
         return [f"RETRIEVAL_{code.name}" for code in module._CALLER_ERRORS]
     raise AssertionError(
         f"{path}:{node.lineno}: reason {ast.unparse(node)} is computed; list its values here"

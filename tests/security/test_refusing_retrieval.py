@@ -29,7 +29,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store.database import Database
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
@@ -90,7 +90,7 @@ async def test_jobs_wait_while_retrieval_refuses_every_call_and_are_delivered_on
     )
     db = Database(f"sqlite:///{tmp_path}/m.sqlite3")
     db.migrate()
-    client = RetrievalClient(address)
+    client = RetrievalConnection(address)
     try:
         [kept] = write(db, "t", ["The harbour ferry leaves at seven"])
         outbox = OutboxWorker(db, client, policy=POLICY)
@@ -138,7 +138,7 @@ async def test_jobs_wait_while_the_qdrant_server_is_down_and_are_delivered_once_
     address = f"127.0.0.1:{free_port()}"
     db = Database(f"sqlite:///{tmp_path}/m.sqlite3")
     db.migrate()
-    client = RetrievalClient(address)
+    client = RetrievalConnection(address)
     original = QdrantClient.upsert
 
     def down(*args: Any, **kwargs: Any) -> Any:
@@ -182,7 +182,7 @@ async def test_a_refusing_replica_beside_a_healthy_one_costs_no_call(
     (other_model / MANIFEST_NAME).write_text(
         json.dumps({"embedding_model": "bge-small-en", "embedding_dimension": 384})
     )
-    client = RetrievalClient(f"ipv4:{healthy},{refusing}")
+    client = RetrievalConnection(f"ipv4:{healthy},{refusing}")
     refusals: list[str] = []
     found = 0
     try:

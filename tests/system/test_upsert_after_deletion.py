@@ -18,7 +18,7 @@ import pytest
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.reindex import Reindexer, ReindexScope
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
@@ -32,7 +32,7 @@ PASSAGE = PassageRecord(
 )
 
 
-class HeldUpsert(RetrievalClient):
+class HeldUpsert(RetrievalConnection):
     """The real client, except that its upserts wait for ``release`` before they are sent."""
 
     def __init__(self, address: str) -> None:
@@ -46,7 +46,7 @@ class HeldUpsert(RetrievalClient):
         await super().upsert(documents)
 
 
-async def _indexed_ids(retrieval: RetrievalClient) -> set[str]:
+async def _indexed_ids(retrieval: RetrievalConnection) -> set[str]:
     request = rpb.SearchRequest(
         query="otters sleep", mode=rpb.SEARCH_MODE_FTS, filter=rpb.DocumentFilter(tenant_id=TENANT), top_k=10
     )
@@ -64,7 +64,7 @@ async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_
     await pair.start_retrieval()
     db = Database(f"sqlite:///{tmp_path}/memory.sqlite3")
     db.migrate()
-    slow, fast = HeldUpsert(pair.retrieval_address), RetrievalClient(pair.retrieval_address)
+    slow, fast = HeldUpsert(pair.retrieval_address), RetrievalConnection(pair.retrieval_address)
     try:
         with db.writing() as conn:
             archive_rows.insert_archive(conn, ArchiveRecord("archive-1", TENANT, "facts", "", 0))
@@ -94,7 +94,7 @@ async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_
         await pair.stop_retrieval()
 
 
-async def _send(sender: str, db: Database, retrieval: RetrievalClient) -> None:
+async def _send(sender: str, db: Database, retrieval: RetrievalConnection) -> None:
     if sender == "outbox":
         # The held upsert outlives its lease (a slow network), so the other worker may take the job over.
         await OutboxWorker(db, retrieval, policy=OutboxPolicy(lease_seconds=1e-6)).deliver_once()

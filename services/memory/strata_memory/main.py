@@ -21,7 +21,7 @@ from strata_memory.admin_servicer import AdminServicer
 from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.reindex import Reindexer
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED, agent_file_bytes
 from strata_memory.metrics import DeliveryMetrics, OutboxCollector
 from strata_memory.operations.agent_files import AgentFiles
@@ -61,7 +61,7 @@ class MemoryServer:
     grpc: GrpcServer
     database: Database
     outbox: OutboxWorker
-    retrieval: RetrievalClient
+    retrieval: RetrievalConnection
     notices: JobNotices
     """Wakes the outbox worker when another replica commits jobs (PostgreSQL LISTEN/NOTIFY)."""
     pruner: RequestPruner
@@ -85,7 +85,7 @@ class MemoryServer:
 
 def build_operations(
     database: Database,
-    retrieval: RetrievalClient,
+    retrieval: RetrievalConnection,
     outbox: OutboxWorker,
     settings: MemorySettings,
     clock: Clock,
@@ -141,7 +141,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     await asyncio.get_running_loop().run_in_executor(None, database.migrate)
     registry = CollectorRegistry(auto_describe=True)
     metrics_on = settings.metrics_address is not None
-    retrieval = RetrievalClient(
+    retrieval = RetrievalConnection(
         settings.retrieval_address,
         timeout=settings.retrieval_timeout_seconds,
         credentials=channel_credentials(

@@ -13,7 +13,7 @@ from typing import cast
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.domain.errors import RetrievalUnavailable
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs, schema
 from strata_memory.store.database import Database
@@ -47,7 +47,7 @@ async def test_a_batch_that_times_out_is_retried_smaller_until_everything_is_ind
         index_jobs.enqueue(conn, "t", index_jobs.UPSERT, [p.id for p in passages])
     retrieval = SlowRetrieval(capacity=8)
     worker = OutboxWorker(
-        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=32, max_backoff_seconds=0.0)
+        db, cast(RetrievalConnection, retrieval), policy=OutboxPolicy(batch_size=32, max_backoff_seconds=0.0)
     )
     try:
         for _ in range(20):

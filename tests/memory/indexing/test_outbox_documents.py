@@ -16,7 +16,7 @@ import pytest
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import index_jobs
 from strata_memory.store import messages as message_rows
@@ -67,7 +67,7 @@ async def test_messages_are_delivered_with_the_configured_preceding_turns(
 ) -> None:
     ids = _conversation(db, ["one", "two", "three"])
     retrieval = Recording()
-    worker = OutboxWorker(db, cast(RetrievalClient, retrieval), context_turns=turns)
+    worker = OutboxWorker(db, cast(RetrievalConnection, retrieval), context_turns=turns)
     assert await worker.deliver_once() == 3
     sent = {d.id: (d.text, d.context) for d in retrieval.documents}
     assert [sent[i] for i in ids] == list(zip(["one", "two", "three"], contexts, strict=True))

@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs, schema
 from strata_memory.store.database import Database
@@ -70,7 +70,7 @@ async def test_a_fresh_write_waits_behind_at_most_one_batch_of_another_tenants_b
 ) -> None:
     db = _store(store_url)
     recorder = Recorder()
-    worker = OutboxWorker(db, cast(RetrievalClient, recorder), policy=OutboxPolicy(batch_size=BATCH))
+    worker = OutboxWorker(db, cast(RetrievalConnection, recorder), policy=OutboxPolicy(batch_size=BATCH))
     try:
         _write(db, "noisy", 6_000)
         await worker.deliver_once()
@@ -91,7 +91,9 @@ async def test_two_workers_on_one_store_send_each_document_once(store_url: str) 
     db = _store(store_url)
     recorder = Recorder()
     workers = [
-        OutboxWorker(db, cast(RetrievalClient, recorder), policy=OutboxPolicy(batch_size=BATCH), name=f"w{i}")
+        OutboxWorker(
+            db, cast(RetrievalConnection, recorder), policy=OutboxPolicy(batch_size=BATCH), name=f"w{i}"
+        )
         for i in range(2)
     ]
     try:
@@ -112,9 +114,9 @@ async def test_a_dead_workers_leases_expire_and_another_worker_takes_the_jobs_ov
     db = _store(store_url)
     recorder = Recorder()
     dead = OutboxWorker(
-        db, cast(RetrievalClient, recorder), policy=OutboxPolicy(lease_seconds=3600), name="dead"
+        db, cast(RetrievalConnection, recorder), policy=OutboxPolicy(lease_seconds=3600), name="dead"
     )
-    alive = OutboxWorker(db, cast(RetrievalClient, recorder), name="alive")
+    alive = OutboxWorker(db, cast(RetrievalConnection, recorder), name="alive")
     try:
         written = _write(db, "t", 10)
         before = now_us()
@@ -135,8 +137,8 @@ async def test_a_dead_workers_leases_expire_and_another_worker_takes_the_jobs_ov
 async def test_a_documents_jobs_are_delivered_in_the_order_they_were_written(store_url: str) -> None:
     db = _store(store_url)
     recorder = Recorder()
-    holder = OutboxWorker(db, cast(RetrievalClient, recorder), name="holder")
-    other = OutboxWorker(db, cast(RetrievalClient, recorder), name="other")
+    holder = OutboxWorker(db, cast(RetrievalConnection, recorder), name="holder")
+    other = OutboxWorker(db, cast(RetrievalConnection, recorder), name="other")
     try:
         [first] = _write(db, "t", 1)
         assert [job.document_id for job in await holder.claim()] == [first]

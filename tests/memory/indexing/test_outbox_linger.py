@@ -16,7 +16,7 @@ import pytest
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
@@ -63,7 +63,9 @@ def write(db: Database, worker: OutboxWorker, name: str) -> list[int]:
 async def test_writers_released_together_share_the_next_batch(db: Database) -> None:
     retrieval = Retrieval()
     sender = OutboxWorker(
-        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(idle_poll_seconds=LONG, linger_seconds=LONG)
+        db,
+        cast(RetrievalConnection, retrieval),
+        policy=OutboxPolicy(idle_poll_seconds=LONG, linger_seconds=LONG),
     )
     first = [write(db, sender, "a1"), write(db, sender, "b1")]
     waits = [asyncio.create_task(sender.wait_delivered(ids, within=HANG)) for ids in first]
@@ -84,7 +86,9 @@ async def test_writers_released_together_share_the_next_batch(db: Database) -> N
 async def test_with_no_waiter_released_the_next_write_is_claimed_at_once(db: Database) -> None:
     retrieval = Retrieval()
     sender = OutboxWorker(
-        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(idle_poll_seconds=LONG, linger_seconds=LONG)
+        db,
+        cast(RetrievalConnection, retrieval),
+        policy=OutboxPolicy(idle_poll_seconds=LONG, linger_seconds=LONG),
     )
     write(db, sender, "imported")
     sender.start()
@@ -101,7 +105,9 @@ async def test_with_no_waiter_released_the_next_write_is_claimed_at_once(db: Dat
 async def test_a_lingering_worker_claims_when_the_linger_runs_out(db: Database) -> None:
     retrieval = Retrieval()
     sender = OutboxWorker(
-        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(idle_poll_seconds=LONG, linger_seconds=0.1)
+        db,
+        cast(RetrievalConnection, retrieval),
+        policy=OutboxPolicy(idle_poll_seconds=LONG, linger_seconds=0.1),
     )
     first = [write(db, sender, "a1"), write(db, sender, "b1")]
     waits = [asyncio.create_task(sender.wait_delivered(ids, within=HANG)) for ids in first]

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
@@ -82,7 +82,9 @@ async def pipeline(store_url: str) -> AsyncIterator[Pipeline]:
     db.migrate()
     retrieval = HoldsFirstBatch()
     worker = OutboxWorker(
-        db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2)
+        db,
+        cast(RetrievalConnection, retrieval),
+        policy=OutboxPolicy(batch_size=BATCH, deliveries_in_flight=2),
     )
     try:
         yield db, retrieval, worker

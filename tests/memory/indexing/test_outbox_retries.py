@@ -26,7 +26,7 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.domain.errors import RetrievalUnavailable
 from strata_memory.indexing.fairness import smallest_share_first
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.operations.parked_jobs import MAX_RETRY_IDS, ParkedJobs
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs, schema
@@ -105,7 +105,7 @@ def make_due(db: Database) -> None:
 
 
 def worker(db: Database, retrieval: Retrieval, policy: OutboxPolicy = POLICY) -> OutboxWorker:
-    return OutboxWorker(db, cast(RetrievalClient, retrieval), policy=policy)
+    return OutboxWorker(db, cast(RetrievalConnection, retrieval), policy=policy)
 
 
 async def test_a_refused_document_is_retried_with_backoff_while_the_others_are_delivered(

@@ -17,7 +17,7 @@ from typing import TypeVar
 from sqlalchemy.engine import Connection
 
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store.database import Database
 from tests.hermetic import unreachable_address
 
@@ -41,7 +41,7 @@ class ClaimsSeen(Database):
 async def test_a_wake_up_in_the_same_instant_as_stop_does_not_keep_the_worker_alive(tmp_path: Path) -> None:
     db = ClaimsSeen(f"sqlite:///{tmp_path}/memory.sqlite3")
     db.migrate()
-    retrieval = RetrievalClient(unreachable_address())
+    retrieval = RetrievalConnection(unreachable_address())
     worker = OutboxWorker(db, retrieval, policy=OutboxPolicy(idle_poll_seconds=30.0))
     try:
         worker.start()

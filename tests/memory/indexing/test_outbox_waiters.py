@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
@@ -47,7 +47,7 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 
 def worker(db: Database, retrieval: Retrieval, *, poll: float = NEVER) -> OutboxWorker:
-    return OutboxWorker(db, cast(RetrievalClient, retrieval), policy=OutboxPolicy(idle_poll_seconds=poll))
+    return OutboxWorker(db, cast(RetrievalConnection, retrieval), policy=OutboxPolicy(idle_poll_seconds=poll))
 
 
 @pytest.fixture(autouse=True)

@@ -23,9 +23,9 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.indexing import retrieval_client
+from strata_memory.indexing import retrieval_connection
 from strata_memory.indexing.reindex import Progress, Reindexer, ReindexScope
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.main import MemoryServer, start_memory_server
 from strata_memory.store import index_jobs, schema
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
@@ -44,7 +44,7 @@ class Stack:
     memory: MemoryServer
     stub: memory_service_pb2_grpc.MemoryServiceAsyncStub  # a .pyi-only name: annotations are not evaluated
     retrieval: Service
-    client: RetrievalClient
+    client: RetrievalConnection
 
     def reindexer(self, **options: Any) -> Reindexer:
         return Reindexer(self.memory.database, self.client, **options)
@@ -86,7 +86,7 @@ class Stack:
 async def stack(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
     async with running_service(tmp_path / "retrieval", embedder, max_text_chars=MAX_TEXT) as retrieval:
         memory = await start_memory_server(memory_settings(tmp_path / "m.sqlite3"))
-        client = RetrievalClient(retrieval.app.address)
+        client = RetrievalConnection(retrieval.app.address)
         try:
             async with grpc.aio.insecure_channel(memory.address) as channel:
                 yield Stack(memory, memory_service_pb2_grpc.MemoryServiceStub(channel), retrieval, client)
@@ -118,7 +118,7 @@ async def test_a_tenants_reindex_sends_its_documents_in_batches_with_progress(st
 async def test_reindex_drops_what_the_store_no_longer_holds_within_its_scope_only(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(retrieval_client, "ID_PAGE", 2)  # the index's ids are read a page at a time
+    monkeypatch.setattr(retrieval_connection, "ID_PAGE", 2)  # the index's ids are read a page at a time
     one = await stack.agent(A, ["Ada rows.", "Ada keeps bees."], ["hello"])
     other = await stack.agent(A, ["Al sails."], ["hey"])
     await stack.agent(B, ["Bo climbs."], [])

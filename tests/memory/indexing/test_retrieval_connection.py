@@ -1,5 +1,5 @@
-"""MemoryService's RetrievalClient: what each RetrievalService failure becomes (the module docstring of
-``indexing/retrieval_client.py``), the credentials and deadlines it sends, and the delivery metrics.
+"""MemoryService's RetrievalConnection: what each RetrievalService failure becomes (the module docstring of
+``indexing/retrieval_connection.py``), the credentials and deadlines it sends, and the delivery metrics.
 
 RetrievalService is a gRPC stand-in on a free port that fails each call as told: it exists to inject
 the faults (a full disk, a refusal, revoked credentials, an outage) a real one produces rarely.
@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.domain.errors import RetrievalUnavailable
-from strata_memory.indexing.retrieval_client import INDEX_DISK_FULL, RetrievalClient
+from strata_memory.indexing.retrieval_connection import INDEX_DISK_FULL, RetrievalConnection
 from strata_memory.metrics import DeliveryMetrics
 from strata_serving.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, StrataError
 from strata_serving.status import STATUS_DETAILS_KEY, rich_status
@@ -107,7 +107,7 @@ async def test_transport_failures_become_retrieval_unavailable(
     retrieval: Running, code: grpc.StatusCode
 ) -> None:
     retrieval.stand_in.fault = Fault(code)
-    client = RetrievalClient(retrieval.address)
+    client = RetrievalConnection(retrieval.address)
     try:
         with pytest.raises(RetrievalUnavailable) as failed:
             await client.upsert([DOCUMENT])
@@ -118,7 +118,7 @@ async def test_transport_failures_become_retrieval_unavailable(
 
 
 async def test_a_full_index_disk_is_transient_but_other_resource_refusals_are_not(retrieval: Running) -> None:
-    client = RetrievalClient(retrieval.address)
+    client = RetrievalConnection(retrieval.address)
     try:
         retrieval.stand_in.fault = Fault(grpc.StatusCode.RESOURCE_EXHAUSTED, INDEX_DISK_FULL)
         with pytest.raises(RetrievalUnavailable) as full:
@@ -139,7 +139,7 @@ async def test_refused_credentials_keep_the_jobs_queued_and_say_what_to_check(
     retrieval: Running, code: grpc.StatusCode
 ) -> None:
     retrieval.stand_in.fault = Fault(code)
-    client = RetrievalClient(retrieval.address)
+    client = RetrievalConnection(retrieval.address)
     try:
         with pytest.raises(RetrievalUnavailable) as failed:
             await client.delete(delete_request())
@@ -151,7 +151,7 @@ async def test_refused_credentials_keep_the_jobs_queued_and_say_what_to_check(
 
 async def test_a_refused_write_keeps_its_status_so_the_outbox_can_isolate_it(retrieval: Running) -> None:
     retrieval.stand_in.fault = Fault(grpc.StatusCode.INVALID_ARGUMENT)
-    client = RetrievalClient(retrieval.address)
+    client = RetrievalConnection(retrieval.address)
     try:
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await client.upsert([DOCUMENT])
@@ -172,7 +172,7 @@ async def test_a_refused_search_reaches_the_caller_with_its_status(
     retrieval: Running, code: grpc.StatusCode, category: type[StrataError]
 ) -> None:
     retrieval.stand_in.fault = Fault(code)
-    client = RetrievalClient(retrieval.address)
+    client = RetrievalConnection(retrieval.address)
     try:
         with pytest.raises(category) as refused:
             await client.search(rpb.SearchRequest(query="q", filter=rpb.DocumentFilter(tenant_id="t")))
@@ -188,7 +188,7 @@ async def test_a_refused_search_reaches_the_caller_with_its_status(
 
 async def test_the_service_key_is_sent_as_a_bearer_token(retrieval: Running) -> None:
     for key, expected in (("s3cret", "Bearer s3cret"), (None, None)):
-        client = RetrievalClient(retrieval.address, api_key=key)
+        client = RetrievalConnection(retrieval.address, api_key=key)
         try:
             await client.delete(delete_request())
         finally:
@@ -200,7 +200,7 @@ async def test_the_service_key_is_sent_as_a_bearer_token(retrieval: Running) -> 
 async def test_upserts_get_at_least_a_minute_and_other_calls_the_configured_timeout(
     retrieval: Running,
 ) -> None:
-    client = RetrievalClient(retrieval.address, timeout=2.0)
+    client = RetrievalConnection(retrieval.address, timeout=2.0)
     try:
         await client.upsert([DOCUMENT])
         await client.delete(delete_request())
@@ -216,11 +216,11 @@ async def test_upserts_get_at_least_a_minute_and_other_calls_the_configured_time
 async def test_ids_are_read_a_page_at_a_time_until_the_last(
     retrieval: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from strata_memory.indexing import retrieval_client
+    from strata_memory.indexing import retrieval_connection
 
-    monkeypatch.setattr(retrieval_client, "ID_PAGE", 2)
+    monkeypatch.setattr(retrieval_connection, "ID_PAGE", 2)
     retrieval.stand_in.ids = [f"passage-{i}" for i in range(5)]
-    client = RetrievalClient(retrieval.address)
+    client = RetrievalConnection(retrieval.address)
     try:
         pages = [page async for page in client.list_ids(rpb.DocumentFilter(tenant_id="t"))]
         assert pages == [["passage-0", "passage-1"], ["passage-2", "passage-3"], ["passage-4"]]
@@ -233,7 +233,7 @@ async def test_ids_are_read_a_page_at_a_time_until_the_last(
 
 async def test_deliveries_are_counted_by_outcome(retrieval: Running) -> None:
     registry = CollectorRegistry()
-    client = RetrievalClient(retrieval.address, deliveries=DeliveryMetrics(registry))
+    client = RetrievalConnection(retrieval.address, deliveries=DeliveryMetrics(registry))
     try:
         await client.upsert([DOCUMENT, DOCUMENT])
         await client.delete(delete_request())  # a delete acknowledged counts no documents
@@ -268,10 +268,10 @@ async def test_tls_checks_the_configured_server_name_instead_of_the_address(tmp_
     await server.start()
     address = f"127.0.0.1:{port}"
     try:
-        named = RetrievalClient(
+        named = RetrievalConnection(
             address, credentials=channel_credentials(ca[0]), tls_server_name="retrieval.internal"
         )
-        unnamed = RetrievalClient(address, credentials=channel_credentials(ca[0]), timeout=5.0)
+        unnamed = RetrievalConnection(address, credentials=channel_credentials(ca[0]), timeout=5.0)
         try:
             await named.upsert([DOCUMENT])
             assert [method for method, _, _ in stand_in.calls] == ["upsert"]

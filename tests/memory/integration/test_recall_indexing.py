@@ -11,7 +11,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.config import MemorySettings
 from strata_memory.indexing.delivery import current_documents
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.main import MemoryServer, build_operations
 from strata_memory.operations.search import SearchWindow
 from tests.hermetic import unreachable_address
@@ -20,7 +20,7 @@ from tests.memory.integration.conftest import Stub, new_agent
 USER, ASSISTANT, TOOL = pb.MESSAGE_ROLE_USER, pb.MESSAGE_ROLE_ASSISTANT, pb.MESSAGE_ROLE_TOOL
 
 
-class RecordingRetrieval(RetrievalClient):
+class RecordingRetrieval(RetrievalConnection):
     """Answers every search with no hits and keeps the requests."""
 
     def __init__(self) -> None:

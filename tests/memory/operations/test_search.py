@@ -23,7 +23,7 @@ import pytest_asyncio
 
 from strata_memory.domain.model import Block, RecompilePolicy
 from strata_memory.indexing.outbox import OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.operations.archival import Archives
 from strata_memory.operations.external_tools import ExternalTools
 from strata_memory.operations.messages import Messages
@@ -62,10 +62,10 @@ class Searching:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def retrieval(
     tmp_path_factory: pytest.TempPathFactory, embedder: OnnxSentenceEmbedder
-) -> AsyncIterator[RetrievalClient]:
+) -> AsyncIterator[RetrievalConnection]:
     """One RetrievalService for the module: every test's documents are scoped by its own agent."""
     async with running_service(tmp_path_factory.mktemp("retrieval"), embedder) as service:
-        client = RetrievalClient(service.app.address)
+        client = RetrievalConnection(service.app.address)
         try:
             yield client
         finally:
@@ -73,7 +73,7 @@ async def retrieval(
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def searching(ops: Ops, retrieval: RetrievalClient) -> Searching:
+async def searching(ops: Ops, retrieval: RetrievalConnection) -> Searching:
     worker = OutboxWorker(ops.db, retrieval)
     search = Search(ops.db, retrieval, archival=LegWeights(), recall=LegWeights(depth=40))
     external = ExternalTools(
@@ -319,7 +319,9 @@ async def test_a_refused_search_tool_is_a_failed_result_in_the_agents_zone(searc
     assert json.loads(run.envelope)["time"] == "2026-08-01 08:24:28 PM CEST+0200"
 
 
-async def test_leg_weights_and_k_reach_the_fusion(searching: Searching, retrieval: RetrievalClient) -> None:
+async def test_leg_weights_and_k_reach_the_fusion(
+    searching: Searching, retrieval: RetrievalConnection
+) -> None:
     """score = sum of w_leg / (k + rank_leg) (DESIGN.md); a lone document ranks first in both legs."""
     s = searching
     agent = await _agent(s.ops)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import cast
 
 from strata_memory.indexing.outbox import OutboxWorker
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from tests.memory.store.sent import recorded
@@ -29,7 +29,7 @@ async def test_a_claim_counts_the_backlogs_outside_its_write_transaction(db: Dat
     with db.writing() as conn:
         index_jobs.enqueue(conn, "big", index_jobs.UPSERT, [f"passage-{i}" for i in range(40)])
         index_jobs.enqueue(conn, "small", index_jobs.UPSERT, ["passage-s"])
-    worker = OutboxWorker(db, cast(RetrievalClient, None))
+    worker = OutboxWorker(db, cast(RetrievalConnection, None))
     with recorded((db._writer,), aggregates) as written, recorded((db._reader,), aggregates) as read:
         claimed = await worker.claim()
     assert {job.tenant_id for job in claimed} == {"big", "small"}

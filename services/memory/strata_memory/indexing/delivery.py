@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.documents import message_document, passage_document
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import messages as message_rows
 from strata_memory.store.database import Database
@@ -138,7 +138,7 @@ async def isolate(items: Sequence[T], send: Callable[[list[T]], Awaitable[None]]
 
 
 async def upsert_isolating(
-    db: Database, retrieval: RetrievalClient, tenant_id: str, documents: Sequence[rpb.Document]
+    db: Database, retrieval: RetrievalConnection, tenant_id: str, documents: Sequence[rpb.Document]
 ) -> list[Refused]:
     """``upsert_as_stored`` with refusals isolated to single documents."""
 
@@ -149,7 +149,7 @@ async def upsert_isolating(
 
 
 async def upsert_as_stored(
-    db: Database, retrieval: RetrievalClient, tenant_id: str, documents: Sequence[rpb.Document]
+    db: Database, retrieval: RetrievalConnection, tenant_id: str, documents: Sequence[rpb.Document]
 ) -> None:
     """Upsert documents read from the store, then delete from the index those the store no longer
     holds: a deletion delivered while the upsert was on the wire must not be undone by it."""

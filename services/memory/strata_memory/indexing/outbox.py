@@ -56,7 +56,7 @@ from sqlalchemy.engine import Connection
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing import delivery
 from strata_memory.indexing.fairness import fair_shares, smallest_share_first
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.indexing.waiters import DeliveryWaiters
 from strata_memory.limits import outbox_batch_bytes
 from strata_memory.store import index_jobs
@@ -106,7 +106,7 @@ class OutboxWorker:
     def __init__(
         self,
         db: Database,
-        retrieval: RetrievalClient,
+        retrieval: RetrievalConnection,
         *,
         policy: OutboxPolicy = OutboxPolicy(),
         context_turns: int = 0,

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing import delivery
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.limits import outbox_batch_bytes
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import archives as archive_rows
@@ -62,7 +62,7 @@ class Reindexer:
     def __init__(
         self,
         db: Database,
-        retrieval: RetrievalClient,
+        retrieval: RetrievalConnection,
         *,
         context_turns: int = 0,
         context_legs: str = "both",

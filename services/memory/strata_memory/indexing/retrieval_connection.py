@@ -64,7 +64,7 @@ _CALLER_ERRORS: dict[grpc.StatusCode, type[StrataError]] = {
 }
 
 
-class RetrievalClient:
+class RetrievalConnection:
     """A long-lived channel to RetrievalService (opened lazily, so either service may start first)."""
 
     def __init__(

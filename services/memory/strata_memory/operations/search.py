@@ -16,7 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.indexing.retrieval_client import RetrievalClient
+from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.limits import MAX_QUERY_CHARS, check_tag_filter
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import archives as archive_rows
@@ -63,7 +63,7 @@ class SearchWindow:
 
 class Search:
     def __init__(
-        self, db: Database, retrieval: RetrievalClient, *, archival: LegWeights, recall: LegWeights
+        self, db: Database, retrieval: RetrievalConnection, *, archival: LegWeights, recall: LegWeights
     ) -> None:
         self._db = db
         self._retrieval = retrieval

@@ -144,6 +144,16 @@ async def test_the_same_request_id_twice_creates_one_set_of_agents(stub: Stub) -
     await expect_error(import_file(stub, other, request_id=request_id), grpc.StatusCode.INVALID_ARGUMENT)
 
 
+async def test_a_retry_after_an_agent_was_deleted_returns_the_others_and_creates_nothing(stub: Stub) -> None:
+    request_id = str(uuid.uuid4())
+    first = await import_file(stub, BASE.read_bytes(), request_id=request_id)
+    await stub.DeleteAgent(api.DeleteAgentRequest(agent_id=first.agents[1].id))
+    again = await import_file(stub, BASE.read_bytes(), request_id=request_id)
+    assert [a.id for a in again.agents] == [first.agents[0].id]
+    agents, _ = await everything(stub)
+    assert agents == [first.agents[0].id]
+
+
 async def test_an_import_lands_in_the_callers_tenant_only(stub: Stub) -> None:
     imported = await import_file(stub, BASE.read_bytes(), tenant="tenant-a")
     assert {a.tenant_id for a in imported.agents} == {"tenant-a"}

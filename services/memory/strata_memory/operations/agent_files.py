@@ -11,12 +11,14 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
 
 from strata_memory.domain import agent_files as af
+from strata_memory.domain.errors import AgentNotFound, BlockNotFound
 from strata_memory.domain.model import RecompilePolicy, RenderMode, ToolResultStyle
 from strata_memory.operations.agents import new_id
 from strata_memory.operations.archival import IndexQueue, Written
@@ -40,6 +42,7 @@ from strata_memory.store.records import (
 )
 
 SOURCE = "api:ImportAgentFile"
+T = TypeVar("T")
 _ALL = Page(0, 2**31 - 1)
 
 
@@ -209,14 +212,28 @@ def _message_record(tenant_id: str, agent_id: str, planned: af.PlannedMessage, s
 def _earlier(
     conn: Connection, tenant_id: str, ids: tuple[str, ...], plan: af.ImportPlan
 ) -> Written[Imported]:
-    """What the first call with this request_id created (as stored now), for its retry."""
-    agents = [agent_rows.get_agent(conn, tenant_id, i) for i in ids if i.startswith("agent-")]
-    blocks = [block_rows.get_block(conn, tenant_id, i) for i in ids if i.startswith("block-")]
+    """What the first call with this request_id created, as stored now (one deleted since is left
+    out), for its retry."""
+    agents = [
+        a for i in ids if i.startswith("agent-") and (a := _stored(agent_rows.get_agent, conn, tenant_id, i))
+    ]
+    blocks = [
+        b for i in ids if i.startswith("block-") and (b := _stored(block_rows.get_block, conn, tenant_id, i))
+    ]
     group = residue_rows.group_of(conn, tenant_id, agents[0].id) if agents else []
     file_ids = group[0].ids if group else {}
     message_ids = [m for r in group for m in r.messages]
     jobs = index_jobs.pending_for(conn, tenant_id, message_ids)
     return Written(Imported(agents, blocks, file_ids, plan.report, len(message_ids)), jobs)
+
+
+def _stored(
+    read: Callable[[Connection, str, str], T], conn: Connection, tenant_id: str, object_id: str
+) -> T | None:
+    try:
+        return read(conn, tenant_id, object_id)
+    except (AgentNotFound, BlockNotFound):
+        return None
 
 
 def _exported(

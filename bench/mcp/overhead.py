@@ -204,6 +204,7 @@ def main() -> None:
                 key = admin.create_api_key(tenant_id="bench").secret
             agent = asyncio.run(_agent(target, key))
             http_server, url = _start_http(target)
+            load_before = os.getloadavg()[0]
             before = cpu_ticks()
             started = time.perf_counter()
             samples = asyncio.run(measure(target, key, agent, url, rounds=args.rounds, calls=args.calls))
@@ -221,6 +222,7 @@ def main() -> None:
         "calls_per_round": args.calls,
         "seconds": round(elapsed, 1),
         "host_steal_percent": round(steal, 2),
+        "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "cpus": os.cpu_count(),
         "sdk": {"mcp": _version("mcp"), "anthropic": _version("anthropic")},
         "results": report(samples),

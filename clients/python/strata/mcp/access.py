@@ -107,7 +107,7 @@ MISSING_KEY = Refusal(
     401,
     "invalid_request",
     "this MCP server needs your Strata API key: send 'Authorization: Bearer <key>' "
-    "(an admin creates one with 'strata admin keys create --tenant T')",
+    "(an admin creates one with 'strata admin create-key --tenant T')",
 )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import grpc
 
-from strata.cli import admin, agents, archival, blocks, loadtest, mcp, memfs, messages, prompt, search
+from strata.cli import admin, agents, archival, blocks, console, loadtest, mcp, memfs, messages, prompt, search
 from strata.cli.commands import UsageError
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     loadtest.register(groups)
     memfs.register(groups)
     mcp.register(groups)
+    console.register(groups)
     admin.register(groups)
     return parser
 

@@ -1,0 +1,14 @@
+"""Serve the console with uvicorn (``strata console``)."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from strata.console.app import create_app
+from strata.console.settings import ConsoleSettings
+
+
+def serve(settings: ConsoleSettings) -> None:
+    """Serve until interrupted (SIGINT/SIGTERM end it gracefully)."""
+    print(f"strata console: open http://{settings.host}:{settings.port}", flush=True)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")

@@ -28,7 +28,11 @@ from bench import quality_scifact as sf
 from bench.locomo_select import scored
 from bench.locomo_services import conversations, load_questions
 from strata_memory.config import MemorySettings
-from strata_retrieval.documents import (
+from strata_retrieval.embedding.protocol import Embedder, Vectors
+from strata_retrieval.engine import FTS, VECTOR
+from strata_retrieval.fusion import dbsf_ranking
+from strata_retrieval.main import load_embedder, open_engine
+from strata_retrieval.model import (
     DocumentFilter,
     Fusion,
     LegWeights,
@@ -36,10 +40,6 @@ from strata_retrieval.documents import (
     SearchQuery,
     document_key,
 )
-from strata_retrieval.embedding.protocol import Embedder, Vectors
-from strata_retrieval.engine import FTS, VECTOR
-from strata_retrieval.fusion import dbsf_ranking
-from strata_retrieval.main import load_embedder, open_engine
 from strata_retrieval.settings import RetrievalSettings
 
 LAB = Path(".data/bench/lab")

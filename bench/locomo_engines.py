@@ -45,7 +45,7 @@ from strata_memory.main import start_memory_server
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex
 
 ENGINES: dict[str, dict[str, Any]] = {
     "embedded": {},
@@ -113,7 +113,7 @@ async def run_engine(name: str, embedder: EmbeddedOnce, questions: Sequence[Any]
                     started = time.perf_counter()
                     generation = await asyncio.to_thread(engine.rebuild)
                     index = engine._vectors  # the benchmark reports the avg_len the rebuild pinned
-                    assert isinstance(index, QdrantServerIndex)
+                    assert isinstance(index, QdrantJointIndex)
                     result["rebuild"] = {
                         "generation": generation,
                         "seconds": round(time.perf_counter() - started, 1),

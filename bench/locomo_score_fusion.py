@@ -22,7 +22,9 @@ from bench.locomo_select import METRICS, Setting, evidence_ranks, fuse, scored
 from bench.locomo_services import conversations, load_questions, load_turns, session_time, turn_content
 from bench.quality_scifact import min_max_fusion
 from strata_memory.config import MemorySettings
-from strata_retrieval.documents import (
+from strata_retrieval.engine import FTS, VECTOR
+from strata_retrieval.main import load_embedder, open_engine
+from strata_retrieval.model import (
     ContextLegs,
     Document,
     DocumentFilter,
@@ -32,8 +34,6 @@ from strata_retrieval.documents import (
     SearchQuery,
     document_key,
 )
-from strata_retrieval.engine import FTS, VECTOR
-from strata_retrieval.main import load_embedder, open_engine
 from strata_retrieval.settings import RetrievalSettings
 
 TENANT = "locomo"

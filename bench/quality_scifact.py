@@ -56,7 +56,11 @@ from bench import scifact_engines, scifact_fusion
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_memory.config import MemorySettings
-from strata_retrieval.documents import (
+from strata_retrieval.embedding.protocol import Embedder, Vectors
+from strata_retrieval.engine import FTS, VECTOR, RetrievalEngine
+from strata_retrieval.fusion import rrf
+from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
+from strata_retrieval.model import (
     Document,
     DocumentFilter,
     DocumentKind,
@@ -67,13 +71,9 @@ from strata_retrieval.documents import (
     default_depth,
     document_key,
 )
-from strata_retrieval.embedding.protocol import Embedder, Vectors
-from strata_retrieval.engine import FTS, VECTOR, RetrievalEngine
-from strata_retrieval.fusion import rrf
-from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
-from strata_retrieval.vectors.qdrant_server import (
-    QdrantServerIndex,
+from strata_retrieval.vectors.qdrant_joint import (
+    QdrantJointIndex,
 )
 
 DATA = Path(os.environ.get("STRATA_SCIFACT_DIR", "/work/shared/data/scifact"))
@@ -346,7 +346,7 @@ def run(quick: bool, report: Report, engines: list[str]) -> None:
     for name in engines:
         settings = base.model_copy(update=ENGINES[name])
         engine = open_engine(settings, embedder)
-        assert (name == "server") == isinstance(engine._vectors, QdrantServerIndex)  # the engine named
+        assert (name == "server") == isinstance(engine._vectors, QdrantJointIndex)  # the engine named
         results[name] = {"ingest_abstracts": ingest(engine, documents)}
         results[name]["ingest_messages"] = ingest(engine, messages)
         report.record("engines", results)
@@ -378,9 +378,9 @@ def run(quick: bool, report: Report, engines: list[str]) -> None:
     )
 
 
-def _server_index(engine: RetrievalEngine) -> QdrantServerIndex:
+def _server_index(engine: RetrievalEngine) -> QdrantJointIndex:
     index = engine._vectors  # the benchmark reports the avg_len the rebuild pinned
-    assert isinstance(index, QdrantServerIndex)
+    assert isinstance(index, QdrantJointIndex)
     return index
 
 

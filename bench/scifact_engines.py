@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from strata_retrieval.documents import DocumentFilter, document_key
 from strata_retrieval.legs import TextIndex
 from strata_retrieval.manifest import IndexManifest
+from strata_retrieval.model import DocumentFilter, document_key
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.bm25 import DEFAULT_AVG_LEN, Bm25Params
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLeg
 
 
 def main_text_legs(extra_avg_len: float | None) -> None:
@@ -55,7 +55,7 @@ def text_legs(report: Any, extra_avg_len: float | None) -> None:
     tantivy.close()
     settings: list[float | None] = [None, DEFAULT_AVG_LEN] + ([extra_avg_len] if extra_avg_len else [])
     for avg_len in settings:
-        server = QdrantServerIndex(":memory:", IndexManifest("none", 1), bm25=Bm25Params(avg_len=avg_len))
+        server = QdrantJointIndex(":memory:", IndexManifest("none", 1), bm25=Bm25Params(avg_len=avg_len))
         for batch in (documents, messages):
             for start in range(0, len(batch), 500):
                 chunk = batch[start : start + 500]

@@ -10,9 +10,9 @@ search fetches), at depth 100, and at the weights and depth MemoryService sends 
 from __future__ import annotations
 
 from strata_memory.config import MemorySettings
-from strata_retrieval.documents import ScoredKey, default_depth
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.fusion import dbsf_ranking
+from strata_retrieval.model import ScoredKey, default_depth
 
 
 def dbsf_rows() -> dict[str, tuple[float, int]]:

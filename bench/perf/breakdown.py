@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from strata_retrieval.documents import Document, DocumentFilter, ScoredKey, SearchMode, SearchQuery
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.model import Document, DocumentFilter, ScoredKey, SearchMode, SearchQuery
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope
+from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 
 

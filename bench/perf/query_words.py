@@ -19,7 +19,7 @@ from pathlib import Path
 from bench import quality_scifact as scifact
 from bench.perf.corpus import queries
 from strata_retrieval import text_index
-from strata_retrieval.documents import DocumentFilter
+from strata_retrieval.model import DocumentFilter
 
 Terms = Callable[[str], list[str]]
 WAYS: dict[str, Terms] = {"every word": text_index.query_words, "no function words": text_index.search_terms}

@@ -29,8 +29,8 @@ from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.processes import ServerProcess, disk_mib, rss_mib
 from bench.perf.scenarios import HEALTH, Call, Durations, measure
 from bench.perf.serve import MODEL_CACHE, bench_precision, save_precomputed
-from strata_retrieval.documents import DocumentFilter, SearchMode, document_key
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.model import DocumentFilter, SearchMode, document_key
 from strata_retrieval.vectors.payload import VECTOR_NAME
 
 SERVICE = "strata.retrieval.v1.RetrievalService"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval import conversions
-from strata_retrieval.documents import (
+from strata_retrieval.model import (
     DEFAULT_RRF_K,
     Document,
     DocumentFilter,

@@ -16,7 +16,12 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from strata_retrieval.disk import DiskGuard, IndexDiskFull
-from strata_retrieval.documents import (
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.fusion import dbsf_ranking
+from strata_retrieval.legs import JointSearch, TextIndex
+from strata_retrieval.manifest import IndexManifest
+from strata_retrieval.model import (
     Document,
     DocumentFilter,
     DocumentKind,
@@ -27,16 +32,11 @@ from strata_retrieval.documents import (
     SearchQuery,
     document_key,
 )
-from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.engine import EngineConfig, RetrievalEngine
-from strata_retrieval.fusion import dbsf_ranking
-from strata_retrieval.legs import JointSearch, TextIndex
-from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
-from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
+from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLeg
 from tests.system.test_tracing import spans
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
@@ -74,10 +74,10 @@ def engine(
     if request.param == "edge":
         vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
     elif request.param == "qdrant_local":
-        vectors = QdrantCollectionIndex(":memory:", embedder.dimension)
+        vectors = QdrantDenseIndex(":memory:", embedder.dimension)
     else:
         text.close()
-        server = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+        server = QdrantJointIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
         vectors, text = server, SparseTextLeg(server)
     retrieval = RetrievalEngine(embedder, vectors, text, EngineConfig(hnsw_build_threshold=1))
     retrieval.upsert(documents())
@@ -140,7 +140,7 @@ def test_a_failing_text_leg_fails_the_hybrid_search_and_the_next_one_succeeds(
 def test_a_rebuild_embeds_the_documents_again_when_the_index_holds_another_models_vectors(
     embedder: OnnxSentenceEmbedder,
 ) -> None:
-    server = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+    server = QdrantJointIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
     engine = RetrievalEngine(embedder, server, SparseTextLeg(server), EngineConfig())
     try:
         noise = np.random.default_rng(7).normal(size=(len(FACTS), embedder.dimension)).astype(np.float32)

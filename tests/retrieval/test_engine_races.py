@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from strata_retrieval.documents import DocumentFilter, ScoredKey, SearchMode, SearchQuery
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.model import DocumentFilter, ScoredKey, SearchMode, SearchQuery
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from tests.retrieval.test_engine import FACTS, SCOPE, documents, search

@@ -13,7 +13,11 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from strata_retrieval.disk import DiskGuard, IndexDiskFull
-from strata_retrieval.documents import (
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.limits import Limits
+from strata_retrieval.manifest import IndexManifest
+from strata_retrieval.model import (
     Document,
     DocumentFilter,
     DocumentKind,
@@ -23,13 +27,9 @@ from strata_retrieval.documents import (
     SearchQuery,
     document_key,
 )
-from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.engine import EngineConfig, RetrievalEngine
-from strata_retrieval.limits import Limits
-from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLeg
 from strata_serving.errors import FailedPrecondition, InvalidArgument
 from tests.system.test_tracing import spans
 
@@ -172,7 +172,7 @@ def test_a_page_of_ids_reads_that_page_not_every_key_of_the_tenant(
     if backend == "edge":
         running = build(tmp_path, embedder, EngineConfig())
     else:
-        vectors = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+        vectors = QdrantJointIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
         running = RetrievalEngine(embedder, vectors, SparseTextLeg(vectors), EngineConfig())
     try:
         running.upsert(everything(T))
@@ -366,7 +366,7 @@ def test_only_the_server_engine_rebuilds_behind_an_alias(
     with pytest.raises(FailedPrecondition) as refused:
         engine.rebuild()
     assert str(refused.value) == "only the server engine (VECTOR_BACKEND=server) rebuilds behind an alias"
-    server = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+    server = QdrantJointIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
     rebuilt = RetrievalEngine(embedder, server, SparseTextLeg(server), EngineConfig())
     try:
         rebuilt.upsert(everything(T))

@@ -23,12 +23,12 @@ from qdrant_client import QdrantClient, models
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval import rebuild
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, document_key
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.manifest import IndexManifest
+from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, document_key
 from strata_retrieval.vectors import generations
 from strata_retrieval.vectors.bm25 import DEFAULT_AVG_LEN, Bm25Params
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex
 from tests.retrieval.service_fixtures import MEMORIES, T0, TENANT, ids, passage, running_service, search
 
 SERVER: dict[str, Any] = {"vector_backend": "server", "qdrant_url": ":memory:"}
@@ -81,31 +81,31 @@ TEXTS = {
 
 
 @pytest.fixture
-def index(embedder: OnnxSentenceEmbedder) -> Iterator[QdrantServerIndex]:
-    served = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+def index(embedder: OnnxSentenceEmbedder) -> Iterator[QdrantJointIndex]:
+    served = QdrantJointIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
     documents = [doc(doc_id, text) for doc_id, text in TEXTS.items()]
     served.upsert(documents, embedder.embed_documents([d.text for d in documents]))
     yield served
     served.close()
 
 
-def text_ids(index: QdrantServerIndex, text: str) -> list[str]:
+def text_ids(index: QdrantJointIndex, text: str) -> list[str]:
     found = index.fetch([hit.key for hit in index.search_text(text, DocumentFilter(tenant_id=TENANT), 10)])
     return [document.id for document in found.values()]
 
 
-def collections(index: QdrantServerIndex) -> set[str]:
+def collections(index: QdrantJointIndex) -> set[str]:
     return set(generations.generations(index._client, ALIAS).values())
 
 
-def test_a_new_collection_is_generation_one_behind_the_alias(index: QdrantServerIndex) -> None:
+def test_a_new_collection_is_generation_one_behind_the_alias(index: QdrantJointIndex) -> None:
     assert index.generation == f"{ALIAS}__g1"
     assert collections(index) == {f"{ALIAS}__g1"}
     assert index.bm25_params.avg_len == DEFAULT_AVG_LEN  # nothing to measure when it was made
 
 
 def test_writes_during_a_rebuild_reach_the_new_generation_and_searches_the_old_one(
-    index: QdrantServerIndex, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+    index: QdrantJointIndex, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paused = PausedScroll(page=2)  # the first page of two keys is copied; the rest is not yet
     paused.install(monkeypatch)
@@ -139,7 +139,7 @@ def test_writes_during_a_rebuild_reach_the_new_generation_and_searches_the_old_o
 
 
 def test_a_rebuild_pins_the_measured_mean_document_length(
-    index: QdrantServerIndex, embedder: OnnxSentenceEmbedder
+    index: QdrantJointIndex, embedder: OnnxSentenceEmbedder
 ) -> None:
     assert generations.document_length("The cats are running quickly to the house") == 4
     index.rebuild(embedder.embed_documents)
@@ -151,7 +151,7 @@ def test_a_rebuild_pins_the_measured_mean_document_length(
 
 
 def test_a_failed_build_leaves_the_alias_on_the_old_generation(
-    index: QdrantServerIndex, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+    index: QdrantJointIndex, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     original = QdrantClient.upsert
 
@@ -190,7 +190,7 @@ def test_a_collection_made_before_generations_becomes_an_alias_on_its_first_rebu
         },
     )
     client.close()
-    legacy = QdrantServerIndex(url, IndexManifest(embedder.name, embedder.dimension))
+    legacy = QdrantJointIndex(url, IndexManifest(embedder.name, embedder.dimension))
     try:
         assert legacy.generation == ALIAS  # served as it is
         legacy.upsert([doc("tea", TEXTS["tea"])], embedder.embed_documents([TEXTS["tea"]]))
@@ -241,7 +241,7 @@ async def test_a_new_model_rebuilds_the_documents_behind_the_alias_at_start(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
     url = str(tmp_path / "qdrant")  # local mode on disk stands in for the shared server
-    old = QdrantServerIndex(url, IndexManifest("bge-small-en", embedder.dimension))
+    old = QdrantJointIndex(url, IndexManifest("bge-small-en", embedder.dimension))
     documents = [doc(doc_id, text) for doc_id, text in TEXTS.items()]
     noise = np.random.default_rng(7).normal(size=(len(documents), embedder.dimension)).astype(np.float32)
     old.upsert(documents, noise)  # another model's vectors: useless to this one
@@ -269,7 +269,7 @@ def test_the_rebuild_command_moves_the_alias_to_a_new_generation(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     url = str(tmp_path / "qdrant")
-    index = QdrantServerIndex(url, IndexManifest(embedder.name, embedder.dimension))
+    index = QdrantJointIndex(url, IndexManifest(embedder.name, embedder.dimension))
     documents = [doc(doc_id, text) for doc_id, text in TEXTS.items()]
     index.upsert(documents, embedder.embed_documents([d.text for d in documents]))
     index.close()
@@ -282,7 +282,7 @@ def test_the_rebuild_command_moves_the_alias_to_a_new_generation(
         monkeypatch.setenv(f"STRATA_RETRIEVAL_{name}", value)
     rebuild.main()
     assert capsys.readouterr().out == f"{ALIAS} now served by {ALIAS}__g2\n"
-    reopened = QdrantServerIndex(url, IndexManifest(embedder.name, embedder.dimension))
+    reopened = QdrantJointIndex(url, IndexManifest(embedder.name, embedder.dimension))
     try:
         assert collections(reopened) == {f"{ALIAS}__g2"}
         assert reopened.bm25_params.avg_len == pytest.approx(

@@ -3,7 +3,7 @@ rebuilds at start, or two of either): one rebuild at a time per collection, and 
 the generation the alias serves.
 
 Two processes share the collection through the Qdrant server. qdrant-client's local mode cannot be
-opened by two clients, so the second "process" here is a second :class:`QdrantServerIndex` over the
+opened by two clients, so the second "process" here is a second :class:`QdrantJointIndex` over the
 first one's client (the shared server). Each rebuild runs on a thread of its own name, and one is
 held at a chosen point by holding its scroll (``QdrantClient.scroll``) until released.
 """
@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from qdrant_client import QdrantClient
 
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.errors import RebuildInProgress
 from strata_retrieval.manifest import IndexManifest
-from strata_retrieval.vectors import generations, qdrant_collection, qdrant_server
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
+from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope
+from strata_retrieval.vectors import generations, qdrant_dense, qdrant_joint
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex
 from tests.retrieval.service_fixtures import T0, TENANT
 
 ALIAS = "strata_documents"
@@ -73,8 +73,8 @@ def doc(doc_id: str, text: str) -> Document:
 
 
 @pytest.fixture
-def first(embedder: OnnxSentenceEmbedder) -> Iterator[QdrantServerIndex]:
-    served = QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+def first(embedder: OnnxSentenceEmbedder) -> Iterator[QdrantJointIndex]:
+    served = QdrantJointIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
     documents = [doc(doc_id, text) for doc_id, text in TEXTS.items()]
     served.upsert(documents, embedder.embed_documents([d.text for d in documents]))
     yield served
@@ -83,12 +83,12 @@ def first(embedder: OnnxSentenceEmbedder) -> Iterator[QdrantServerIndex]:
 
 @pytest.fixture
 def second(
-    first: QdrantServerIndex, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> QdrantServerIndex:
+    first: QdrantJointIndex, embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> QdrantJointIndex:
     """Another process's index over the same collection (closed with ``first``: one client)."""
     with monkeypatch.context() as patch:
-        patch.setattr(qdrant_collection, "_client", lambda url, api_key: first._client)
-        return QdrantServerIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
+        patch.setattr(qdrant_dense, "_client", lambda url, api_key: first._client)
+        return QdrantJointIndex(":memory:", IndexManifest(embedder.name, embedder.dimension))
 
 
 def in_thread(name: str, run: Any) -> tuple[threading.Thread, list[object]]:
@@ -106,7 +106,7 @@ def in_thread(name: str, run: Any) -> tuple[threading.Thread, list[object]]:
     return thread, outcome
 
 
-def everything_served(index: QdrantServerIndex) -> None:
+def everything_served(index: QdrantJointIndex) -> None:
     """Every document is still in the serving generation, found by both legs."""
     assert generations.current(index._client, ALIAS) in generations.generations(index._client, ALIAS).values()
     assert index.count(DocumentFilter(tenant_id=TENANT)) == len(TEXTS)
@@ -115,8 +115,8 @@ def everything_served(index: QdrantServerIndex) -> None:
 
 
 def test_a_second_rebuild_is_refused_while_the_first_builds(
-    first: QdrantServerIndex,
-    second: QdrantServerIndex,
+    first: QdrantJointIndex,
+    second: QdrantJointIndex,
     embedder: OnnxSentenceEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -136,8 +136,8 @@ def test_a_second_rebuild_is_refused_while_the_first_builds(
 
 
 def test_a_rebuild_that_started_before_another_swapped_never_drops_the_serving_generation(
-    first: QdrantServerIndex,
-    second: QdrantServerIndex,
+    first: QdrantJointIndex,
+    second: QdrantJointIndex,
     embedder: OnnxSentenceEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -158,7 +158,7 @@ def test_a_rebuild_that_started_before_another_swapped_never_drops_the_serving_g
 
 
 def test_a_build_that_stopped_making_progress_is_dropped_by_the_next_rebuild(
-    first: QdrantServerIndex, embedder: OnnxSentenceEmbedder
+    first: QdrantJointIndex, embedder: OnnxSentenceEmbedder
 ) -> None:
     dead = f"{ALIAS}__g2"
     first._create_generation(dead, first.bm25_params)
@@ -175,17 +175,17 @@ def test_a_replica_starting_while_another_rebuilds_for_its_model_waits_and_serve
     """Replicas started with a new model and REBUILD_ON_MODEL_CHANGE at once: one rebuilds, the others
     wait for it (not SERVING meanwhile) and then serve the generation it built, instead of refusing
     every call until restarted."""
-    old = QdrantServerIndex(":memory:", IndexManifest("bge-small-en", embedder.dimension))
+    old = QdrantJointIndex(":memory:", IndexManifest("bge-small-en", embedder.dimension))
     documents = [doc(doc_id, text) for doc_id, text in TEXTS.items()]
     old.upsert(documents, embedder.embed_documents([d.text for d in documents]))
-    monkeypatch.setattr(qdrant_collection, "_client", lambda url, api_key: old._client)
-    monkeypatch.setattr(qdrant_server, "REBUILD_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(qdrant_dense, "_client", lambda url, api_key: old._client)
+    monkeypatch.setattr(qdrant_joint, "REBUILD_WAIT_SECONDS", 0.05)
     held = HeldScroll("first", bool)
     held.install(monkeypatch)
     manifest = IndexManifest(embedder.name, embedder.dimension)
 
-    def replica() -> QdrantServerIndex:
-        return QdrantServerIndex(":memory:", manifest, rebuild_with=embedder.embed_documents)
+    def replica() -> QdrantJointIndex:
+        return QdrantJointIndex(":memory:", manifest, rebuild_with=embedder.embed_documents)
 
     first, first_outcome = in_thread("first", replica)
     try:
@@ -198,8 +198,8 @@ def test_a_replica_starting_while_another_rebuilds_for_its_model_waits_and_serve
         first.join(DEADLINE)
         second.join(DEADLINE)
     [built], [waited] = first_outcome, second_outcome
-    assert isinstance(built, QdrantServerIndex), built
-    assert isinstance(waited, QdrantServerIndex), waited
+    assert isinstance(built, QdrantJointIndex), built
+    assert isinstance(waited, QdrantJointIndex), waited
     assert built.generation == waited.generation == f"{ALIAS}__g2"
     assert set(generations.generations(old._client, ALIAS).values()) == {f"{ALIAS}__g2"}
     everything_served(waited)

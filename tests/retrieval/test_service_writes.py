@@ -21,7 +21,7 @@ from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.settings import RetrievalSettings
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex
 from tests.retrieval.service_fixtures import (
     ENGINES,
     MEMORIES,
@@ -212,7 +212,7 @@ async def test_the_server_engine_refuses_a_collection_built_with_another_model(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
     url = str(tmp_path / "qdrant")  # local mode on disk stands in for the shared server
-    QdrantServerIndex(url, IndexManifest("bge-small-en", embedder.dimension)).close()
+    QdrantJointIndex(url, IndexManifest("bge-small-en", embedder.dimension)).close()
     settings: dict[str, Any] = {"vector_backend": "server", "qdrant_url": url}
     async with running_service(tmp_path / "data", embedder, **settings) as refusing:
         with pytest.raises(grpc.aio.AioRpcError) as caught:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, TagMatch
+from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, TagMatch
 from strata_retrieval.text_index import MAX_QUERY_WORDS, TantivyTextIndex, query_words, search_terms
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
-from strata_retrieval.documents import document_key
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.model import document_key
 from tests.retrieval.service_fixtures import TENANT, passage, running_service, search
 
 FACTS = [

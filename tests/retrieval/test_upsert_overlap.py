@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import qdrant_edge as qe
 
-from strata_retrieval.documents import Document, DocumentFilter, DocumentKind, Scope, TagMatch
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.manifest import IndexManifest
+from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, TagMatch
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.payload import VECTOR_NAME
 from strata_retrieval.vectors.protocol import VectorIndex
-from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex
+from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex
 
 DIM = 16
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
@@ -67,8 +67,8 @@ def corpus() -> list[Document]:
 Factory = Callable[[Path], VectorIndex]
 BACKENDS: dict[str, Factory] = {
     "edge": lambda path: EdgeShardIndex(path / "shard", DIM),
-    "qdrant_local": lambda path: QdrantCollectionIndex(":memory:", DIM),
-    "server_local": lambda path: QdrantServerIndex(":memory:", IndexManifest("test-model", DIM)),
+    "qdrant_local": lambda path: QdrantDenseIndex(":memory:", DIM),
+    "server_local": lambda path: QdrantJointIndex(":memory:", IndexManifest("test-model", DIM)),
 }
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
-from strata_retrieval.documents import (
+from strata_retrieval.model import (
     DEFAULT_RRF_K,
     ContextLegs,
     Document,

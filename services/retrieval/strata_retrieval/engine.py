@@ -32,7 +32,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strata_retrieval.disk import DiskGuard, as_disk_full, is_disk_full
-from strata_retrieval.documents import (
+from strata_retrieval.embedding.protocol import Embedder
+from strata_retrieval.fusion import Fused, Ranking, dbsf_ranking, rrf_ranking
+from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
+from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
+from strata_retrieval.model import (
     Document,
     DocumentFilter,
     DocumentKind,
@@ -47,10 +51,6 @@ from strata_retrieval.documents import (
     default_depth,
     document_key,
 )
-from strata_retrieval.embedding.protocol import Embedder
-from strata_retrieval.fusion import Fused, Ranking, dbsf_ranking, rrf_ranking
-from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
-from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
 from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_serving import tracing

@@ -2,7 +2,7 @@
 
 Two text legs exist: Tantivy on local disk (:class:`~strata_retrieval.text_index.TantivyTextIndex`,
 the embedded default) and Qdrant sparse vectors in the same collection as the dense ones
-(:class:`~strata_retrieval.vectors.qdrant_server.SparseTextLeg`, the server engine).
+(:class:`~strata_retrieval.vectors.qdrant_joint.SparseTextLeg`, the server engine).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
 from strata_retrieval.embedding.protocol import Vectors
+from strata_retrieval.model import Document, DocumentFilter, ScoredKey
 
 
 class TextIndex(Protocol):

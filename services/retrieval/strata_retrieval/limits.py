@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from strata_retrieval.documents import Document, DocumentFilter, SearchQuery
+from strata_retrieval.model import Document, DocumentFilter, SearchQuery
 from strata_serving.errors import InvalidArgument
 
 

@@ -34,8 +34,8 @@ from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.vectors.bm25 import Bm25Params
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
-from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex
-from strata_retrieval.vectors.qdrant_server import QdrantServerIndex, SparseTextLeg
+from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex
+from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLeg
 from strata_serving.auth import AccessPolicy, AuthInterceptor, Principal, PrincipalKind, StaticKey, StaticKeys
 from strata_serving.entry_point import run_service
 from strata_serving.server import GrpcServer
@@ -91,7 +91,7 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
     if settings.vector_backend is VectorBackend.EDGE:
         vectors = EdgeShardIndex(settings.data_dir / "vectors", embedder.dimension)
     else:
-        vectors = QdrantCollectionIndex(
+        vectors = QdrantDenseIndex(
             settings.qdrant_url,
             embedder.dimension,
             collection=settings.qdrant_collection,
@@ -121,7 +121,7 @@ def open_server_engine(settings: RetrievalSettings, embedder: Embedder) -> Retri
     the serving one's documents (re-embedded) and the alias swapped onto it before this returns, while
     other replicas keep serving the old one."""
     api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-    index = QdrantServerIndex(
+    index = QdrantJointIndex(
         settings.qdrant_url,
         IndexManifest(embedding_model=embedder.name, embedding_dimension=embedder.dimension),
         collection=settings.qdrant_collection,

@@ -22,7 +22,7 @@ from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_retrieval import conversions
 from strata_retrieval.engine import RetrievalEngine
 from strata_retrieval.errors import IndexUnavailable
-from strata_retrieval.vectors.qdrant_collection import unreachable
+from strata_retrieval.vectors.qdrant_dense import unreachable
 from strata_serving import tracing
 from strata_serving.errors import InvalidArgument, StrataError, Unavailable
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from strata_retrieval.documents import Fusion, LegWeights
 from strata_retrieval.embedding.onnx_embedder import Precision
 from strata_retrieval.limits import Limits
+from strata_retrieval.model import Fusion, LegWeights
+from strata_serving.key_strength import check_key
 from strata_serving.settings import ServingSettings
 
 
@@ -82,13 +83,20 @@ class RetrievalSettings(ServingSettings):
     max_message_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="largest request accepted")
     api_key: SecretStr | None = Field(
         default=None,
-        min_length=16,
         description="when set, every call needs 'authorization: Bearer <api_key>' (MemoryService's "
         "STRATA_MEMORY_RETRIEVAL_API_KEY); health and reflection stay open",
     )
     tls_cert_file: Path | None = Field(default=None, description="PEM certificate chain: TLS only")
     tls_key_file: Path | None = None
     tls_client_ca_file: Path | None = Field(default=None, description="require client certificates (mTLS)")
+
+    @model_validator(mode="after")
+    def _keys_pass_the_key_rule(self) -> RetrievalSettings:
+        """Both keys must pass ``strata_serving.key_strength``'s rule (docs/security.md)."""
+        for variable, key in (("API_KEY", self.api_key), ("QDRANT_API_KEY", self.qdrant_api_key)):
+            if key is not None:
+                check_key(f"STRATA_RETRIEVAL_{variable}", key.get_secret_value())
+        return self
 
     @property
     def limits(self) -> Limits:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import tantivy
 
-from strata_retrieval.documents import Document, DocumentFilter, ScoredKey, TagMatch
+from strata_retrieval.model import Document, DocumentFilter, ScoredKey, TagMatch
 from strata_retrieval.timestamps import to_micros
 
 _WORD = re.compile(r"\w+")

@@ -37,8 +37,8 @@ def register(subparsers: Subparsers) -> None:
         action="append",
         default=[],
         metavar="ORIGIN",
-        help="HTTP: also accept this Origin (scheme://host:port) or Host (host:port); repeatable. "
-        "Loopback origins are always accepted, others refused with 403",
+        help="HTTP: also accept this Origin (scheme://host[:port]) or Host header (host[:port]); "
+        "repeatable. Loopback names are always accepted; another Origin gets 403, another Host 421",
     )
     parser.add_argument(
         "--max-request-bytes",

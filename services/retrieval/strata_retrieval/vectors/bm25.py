@@ -3,7 +3,7 @@ text into the sparse vector a point carries (``bm25``), under parameters pinned 
 
 Term frequencies are saturated with ``k`` and length-normalised with ``b`` against ``avg_len``; the
 collection's sparse vector carries the IDF modifier, so Qdrant multiplies each query term by its
-inverse document frequency at search time (:mod:`.qdrant_server`).
+inverse document frequency at search time (:mod:`.qdrant_joint`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ DEFAULT_AVG_LEN = 256.0  # Qdrant's: tokens after stop words
 class Bm25Params:
     """BM25's document-side parameters (Qdrant's defaults); they shape every stored sparse vector.
     ``avg_len`` None: the collection's measured mean document length, pinned per generation
-    (:mod:`.qdrant_server`)."""
+    (:mod:`.qdrant_joint`)."""
 
     k: float = 1.2
     b: float = 0.75

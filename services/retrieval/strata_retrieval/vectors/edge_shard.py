@@ -24,8 +24,8 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
 from strata_retrieval.embedding.protocol import Vectors
+from strata_retrieval.model import Document, DocumentFilter, ScoredKey
 from strata_retrieval.vectors.payload import (
     HNSW_EF,
     KEYWORD_FIELDS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from strata_retrieval.documents import (
+from strata_retrieval.model import (
     ContextLegs,
     Document,
     DocumentFilter,

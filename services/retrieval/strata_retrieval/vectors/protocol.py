@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
 from strata_retrieval.embedding.protocol import Vectors
+from strata_retrieval.model import Document, DocumentFilter, ScoredKey
 
 
 class VectorIndex(Protocol):

@@ -1,4 +1,6 @@
-"""The vector store on a Qdrant server, through ``qdrant-client`` (one collection per service).
+"""Dense vectors only, in a Qdrant collection through ``qdrant-client`` (one collection per service).
+
+The base of the server engine's joint dense + BM25 index (:mod:`.qdrant_joint`).
 
 ``url`` points at a Qdrant server (``http(s)://``); ``":memory:"`` or a folder selects
 qdrant-client's local mode, which speaks the same API and is what the shared behaviour tests use.
@@ -15,8 +17,8 @@ import httpx
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
 from strata_retrieval.embedding.protocol import Vectors
+from strata_retrieval.model import Document, DocumentFilter, ScoredKey
 from strata_retrieval.vectors.payload import (
     HNSW_EF,
     KEYWORD_FIELDS,
@@ -63,7 +65,7 @@ def client_filter(flt: DocumentFilter) -> models.Filter:
     return models.Filter(must=[_client_condition(condition) for condition in filter_conditions(flt)])
 
 
-class QdrantCollectionIndex:
+class QdrantDenseIndex:
     """A :class:`~strata_retrieval.vectors.protocol.VectorIndex` over one Qdrant collection."""
 
     def __init__(

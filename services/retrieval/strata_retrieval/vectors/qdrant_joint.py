@@ -1,4 +1,6 @@
-"""The server engine: both search legs in one Qdrant collection, nothing on local disk.
+"""The server engine's joint index: both search legs (dense and BM25) in one Qdrant collection.
+
+Nothing is kept on local disk.
 
 Each point holds the document's payload, its dense embedding (``dense``) and its text as a BM25
 sparse vector (``bm25``). The sparse vectors are built here (:mod:`.bm25`) with Qdrant's own BM25
@@ -41,10 +43,10 @@ from typing import Any
 import qdrant_edge as qe
 from qdrant_client import models
 
-from strata_retrieval.documents import Document, DocumentFilter, ScoredKey
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.errors import EmbeddingModelMismatch, RebuildInProgress
 from strata_retrieval.manifest import IndexManifest
+from strata_retrieval.model import Document, DocumentFilter, ScoredKey
 from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors import generations, qdrant_rebuild
 from strata_retrieval.vectors.bm25 import (
@@ -59,7 +61,7 @@ from strata_retrieval.vectors.payload import (
     VECTOR_NAME,
     to_payload,
 )
-from strata_retrieval.vectors.qdrant_collection import QdrantCollectionIndex, client_filter
+from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex, client_filter
 from strata_retrieval.vectors.qdrant_rebuild import REBUILD_PAGE, Building, Embed
 
 log = logging.getLogger("strata.retrieval.qdrant_server")
@@ -67,7 +69,7 @@ REBUILD_WAIT_SECONDS = 1.0
 """At start, how long to wait before looking again at a rebuild another replica is running."""
 
 
-class QdrantServerIndex(QdrantCollectionIndex):
+class QdrantJointIndex(QdrantDenseIndex):
     """A :class:`~strata_retrieval.vectors.protocol.VectorIndex` that also holds the text leg
     (:class:`SparseTextLeg`) and runs both legs in one request
     (:class:`~strata_retrieval.legs.JointSearch`)."""
@@ -328,10 +330,10 @@ class QdrantServerIndex(QdrantCollectionIndex):
 
 class SparseTextLeg:
     """The :class:`~strata_retrieval.legs.TextIndex` of the server engine: a view of the sparse
-    vectors that :meth:`QdrantServerIndex.upsert` writes into each point with its dense vector, and
+    vectors that :meth:`QdrantJointIndex.upsert` writes into each point with its dense vector, and
     that deleting the point removes. Writing here therefore has nothing left to do."""
 
-    def __init__(self, index: QdrantServerIndex) -> None:
+    def __init__(self, index: QdrantJointIndex) -> None:
         self._index = index
 
     def upsert(self, documents: Sequence[Document]) -> None:

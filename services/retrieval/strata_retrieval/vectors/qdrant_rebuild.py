@@ -1,6 +1,6 @@
 """The copying half of a server-engine rebuild: reading the serving generation, writing the next one.
 
-:meth:`~strata_retrieval.vectors.qdrant_server.QdrantServerIndex.rebuild` decides when to copy and
+:meth:`~strata_retrieval.vectors.qdrant_joint.QdrantJointIndex.rebuild` decides when to copy and
 holds the write lock around each page; the functions here only read and write Qdrant. Rules:
 - A generation is read in pages of point ids (``scroll``), and each page's points are read again
   whole just before they are copied, so a page holds what the serving generation holds then.

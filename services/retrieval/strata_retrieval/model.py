@@ -1,4 +1,4 @@
-"""The retrieval domain: documents, filters, search queries and hits, free of gRPC and engines."""
+"""The retrieval domain model: documents, filters, search queries and hits, free of gRPC and engines."""
 
 from __future__ import annotations
 

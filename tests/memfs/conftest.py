@@ -61,10 +61,12 @@ def memfs_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
-def git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every git call in these tests commits as the test identity, ignoring the machine's config."""
+def git_identity(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every git call in these tests commits as the test identity, ignoring the machine's config;
+    MemFS's confirmed servers are kept in a temp configuration folder."""
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
 
 
 @dataclass

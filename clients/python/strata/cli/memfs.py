@@ -2,6 +2,8 @@
 
 ``clone AGENT DIR`` creates the folder; the other commands run in it (or take ``--dir``) and talk
 to the server and tenant recorded at clone time (``--target``/``--tenant`` may only repeat them).
+The recorded server gets the user's credentials only if it is the configured target or was
+confirmed once with ``--target`` (``strata.memfs.trust``): a shared folder cannot send a key elsewhere.
 ``status`` exits 0; ``pull``, ``push``, ``sync`` and ``resolve`` exit 1 when a conflict, refusal
 or unreadable file remains (the rest of their work is still done and committed).
 """
@@ -19,8 +21,8 @@ from pathlib import Path
 from strata.cli.commands import Subparsers, UsageError, command, group
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, MemoryClient
-from strata.client.arguments import TARGET_ENV
-from strata.memfs import engine
+from strata.client.arguments import API_KEY_ENV, TARGET_ENV
+from strata.memfs import engine, trust
 from strata.memfs.engine import MemfsError
 from strata.memfs.git import GitError
 from strata.memfs.report import Report
@@ -56,7 +58,9 @@ def register(subparsers: Subparsers) -> None:
 
 def _clone(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
     def run() -> list[Report]:
-        return [engine.clone(client, args.agent_id, args.dir, target=args.target, tenant=args.tenant)]
+        report = engine.clone(client, args.agent_id, args.dir, target=args.target, tenant=args.tenant)
+        trust.confirm(args.dir, args.target)  # the server the user cloned from is one they chose
+        return [report]
 
     return _report(out, run)
 
@@ -122,6 +126,10 @@ def _folder_client(client: MemoryClient, args: argparse.Namespace) -> Iterator[t
             f"{root} syncs agent {state.agent_id} with {state.target} "
             f"(tenant {state.tenant or 'default'}); drop --target/--tenant or clone again"
         )
+    if given_target:
+        trust.confirm(root, state.target)  # the user named the folder's server: remembered outside it
+    elif args.target != state.target:
+        _check_recorded_target(root, state.target, args)
     if (args.target, args.tenant) == (state.target, state.tenant):
         yield client, root
         return
@@ -133,6 +141,25 @@ def _folder_client(client: MemoryClient, args: argparse.Namespace) -> Iterator[t
         credentials=getattr(args, "credentials", None),
     ) as recorded:
         yield recorded, root
+
+
+def _check_recorded_target(root: Path, target: str, args: argparse.Namespace) -> None:
+    """Credentials go only to a server the user chose (``strata.memfs.trust``): the folder's
+    recorded target, when it is not this run's, must have been confirmed once, and a key is never
+    sent over plaintext to a host that is not loopback unless ``--target`` names it in this run."""
+    confirm_hint = f"run once with --target {target} to confirm it"
+    if not trust.confirmed(root, target):
+        raise UsageError(
+            f"{root} names the server {target}, not your target {args.target}; MemFS sends your "
+            f"credentials only to a server you chose: if you trust {target}, {confirm_hint} "
+            f"(remembered in {trust.trust_path()}, outside the folder)"
+        )
+    has_key = bool(getattr(args, "api_key", None) or os.environ.get(API_KEY_ENV))
+    if has_key and getattr(args, "credentials", None) is None and not trust.is_loopback(target):
+        raise UsageError(
+            f"{root} syncs with {target} without TLS: your API key would cross the network in "
+            f"plain text; pass --target {target} to send it anyway, or --root-cert to use TLS"
+        )
 
 
 def _report(out: Printer, run: Callable[[], list[Report]]) -> int:

@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES
+from strata_serving.key_strength import check_key
 from strata_serving.settings import ServingSettings
 
 
@@ -80,7 +81,8 @@ class MemorySettings(ServingSettings):
     auth_enabled: bool = False
     """Require a tenant API key (``authorization: Bearer …``) on every MemoryService call."""
     admin_api_key: SecretStr | None = None
-    """The key of AdminService (API keys); AdminService is served only when it is set. >= 16 chars."""
+    """The key of AdminService (API keys); AdminService is served only when it is set. It must pass
+    the key rule (``strata_serving.key_strength``: 24+ characters, no placeholder, not patterned)."""
     retrieval_api_key: SecretStr | None = None
     """The service key MemoryService presents to RetrievalService (its ``STRATA_RETRIEVAL_API_KEY``)."""
     tls_cert_file: Path | None = None
@@ -112,8 +114,8 @@ class MemorySettings(ServingSettings):
 
     @model_validator(mode="after")
     def _auth_needs_keys(self) -> MemorySettings:
-        if self.admin_api_key is not None and len(self.admin_api_key.get_secret_value()) < 16:
-            raise ValueError("admin_api_key must be at least 16 characters")
+        if self.admin_api_key is not None:
+            check_key("STRATA_MEMORY_ADMIN_API_KEY", self.admin_api_key.get_secret_value())
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file go together")
         return self

@@ -25,6 +25,7 @@ import grpc
 
 from strata_serving.errors import PermissionDenied, Unauthenticated
 from strata_serving.handlers import Context, rewrap
+from strata_serving.key_strength import check_key
 
 AUTHORIZATION_KEY = "authorization"
 KEY_PREFIX = "sk"
@@ -117,8 +118,7 @@ class StaticKey:
     """One key fixed by configuration (the admin key, the service key), compared in constant time."""
 
     def __init__(self, token: str, principal: Principal) -> None:
-        if len(token) < 16:
-            raise ValueError(f"the {principal.kind} key must be at least 16 characters")
+        check_key(f"the {principal.kind} key", token)
         self._digest = hashlib.sha256(token.encode()).digest()
         self.principal = principal
 

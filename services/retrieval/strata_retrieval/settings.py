@@ -8,9 +8,9 @@ from pathlib import Path
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from strata_retrieval.documents import Fusion, LegWeights
 from strata_retrieval.embedding.onnx_embedder import Precision
 from strata_retrieval.limits import Limits
+from strata_retrieval.model import Fusion, LegWeights
 from strata_serving.key_strength import check_key
 from strata_serving.settings import ServingSettings
 

@@ -147,3 +147,12 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
 @pytest.fixture
 def page(context: BrowserContext) -> Page:
     return context.new_page()
+
+
+@pytest.fixture
+def browser_context_b(browser: Browser) -> Iterator[BrowserContext]:
+    """A second browser context: another person's cookies."""
+    opened = browser.new_context()
+    opened.set_default_timeout(15_000)
+    yield opened
+    opened.close()

@@ -54,58 +54,68 @@ class McpOptions:
     client_options: Sequence[tuple[str, Any]] = field(default_factory=tuple)
 
 
-def build_server(options: McpOptions, pool: ClientPool) -> Server[Any]:
-    """The low-level MCP server: every handler asks MemoryService as the request's caller."""
+class Handlers:
+    """The MCP request handlers: each asks MemoryService as the request's caller."""
 
-    def client(ctx: ServerRequestContext[Any]) -> AsyncMemoryClient:
-        return pool.client(request_key(ctx.request, options.api_key))
+    def __init__(self, options: McpOptions, pool: ClientPool) -> None:
+        self.options = options
+        self.pool = pool
+
+    def client(self, ctx: ServerRequestContext[Any]) -> AsyncMemoryClient:
+        return self.pool.client(request_key(ctx.request, self.options.api_key))
 
     async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         try:
-            served = (await client(ctx).list_tools()).tools
+            served = (await self.client(ctx).list_tools()).tools
         except StrataClientError as error:
             raise resources.service_error(error) from None
-        return types.ListToolsResult(tools=tools.memory_tools(served, fixed_agent=options.agent))
+        return types.ListToolsResult(tools=tools.memory_tools(served, fixed_agent=self.options.agent))
 
     async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         etag = (params.meta or {}).get(tools.ETAG_META, "")
         if not isinstance(etag, str):
             return tools.failure(f"{tools.ETAG_META} in _meta must be a string.", "INVALID_ARGUMENT")
         return await tools.call_tool(
-            client(ctx), params.name, params.arguments or {}, fixed_agent=options.agent, etag=etag
+            self.client(ctx), params.name, params.arguments or {}, fixed_agent=self.options.agent, etag=etag
         )
 
     async def list_resources(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         cursor = params.cursor if params else None
-        return await resources.list_resources(client(ctx), fixed_agent=options.agent, cursor=cursor)
+        return await resources.list_resources(self.client(ctx), fixed_agent=self.options.agent, cursor=cursor)
 
     async def list_templates(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=resources.templates())
 
     async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await resources.read_resource(client(ctx), str(params.uri), fixed_agent=options.agent)
+        return await resources.read_resource(
+            self.client(ctx), str(params.uri), fixed_agent=self.options.agent
+        )
 
+
+def build_server(options: McpOptions, pool: ClientPool) -> Server[Any]:
+    """The low-level MCP server with :class:`Handlers` for tools and resources."""
+    handlers = Handlers(options, pool)
     return Server(
         "strata",
         version="0.1.0",
         instructions="Strata memory: the memory tools edit the agent's core memory blocks "
         "(budgets, read-only blocks and etags enforced by MemoryService); archival_memory_search "
         "and conversation_search search long-term memory and past messages.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_templates,
+        on_read_resource=handlers.read_resource,
     )
 
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 
 from strata.cli.commands import Subparsers, command
 from strata.cli.output import Printer
 from strata.client import MemoryClient
 from strata.client.arguments import API_KEY_ENV
-from strata.mcp.server import MAX_REQUEST_BYTES, McpOptions, serve_http, serve_stdio
+from strata.mcp.server import MAX_REQUEST_BYTES, KeysNotChecked, McpOptions, serve_http, serve_stdio
 
 DEFAULT_PORT = 8765
+EXIT_REFUSED = 1
 
 
 def register(subparsers: Subparsers) -> None:
@@ -49,7 +51,8 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _run(client: MemoryClient, args: argparse.Namespace, printer: Printer) -> int:
-    """Serve until the host disconnects (stdio) or Ctrl-C (HTTP)."""
+    """Serve until the host disconnects (stdio) or Ctrl-C (HTTP); exit 1 if HTTP would serve a
+    MemoryService that checks no keys."""
     options = McpOptions(
         target=args.target,
         agent=args.agent,
@@ -59,7 +62,8 @@ def _run(client: MemoryClient, args: argparse.Namespace, printer: Printer) -> in
     )
     if args.transport == "stdio":
         asyncio.run(serve_stdio(options))
-    else:
+        return 0
+    try:
         asyncio.run(
             serve_http(
                 options,
@@ -69,4 +73,7 @@ def _run(client: MemoryClient, args: argparse.Namespace, printer: Printer) -> in
                 max_request_bytes=args.max_request_bytes,
             )
         )
+    except KeysNotChecked as refused:
+        print(f"strata: error: {refused}", file=sys.stderr)
+        return EXIT_REFUSED
     return 0

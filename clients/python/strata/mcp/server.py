@@ -180,6 +180,29 @@ def http_app(
     return BearerGate(app, pool), pool
 
 
+class KeysNotChecked(Exception):
+    """MemoryService serves calls whatever key they carry: over HTTP all callers would share a tenant."""
+
+
+PROBE_KEY = "sk_strata-mcp-probe_not-a-key"
+
+
+async def require_key_checks(options: McpOptions) -> None:
+    """Refuse to serve HTTP in front of a MemoryService that accepts any key (keys off): the bearer
+    token is the only identity the HTTP server knows, so every caller would act as one tenant.
+    A MemoryService that cannot be reached now is not refused (callers get 503 until it can)."""
+    async with AsyncMemoryClient(options.target, timeout=options.timeout, api_key=PROBE_KEY) as client:
+        try:
+            await client.list_tools()
+        except StrataClientError:
+            return
+    raise KeysNotChecked(
+        f"MemoryService at {options.target} accepted a made-up API key: it runs without keys "
+        "(STRATA_MEMORY_AUTH_ENABLED is off), so over HTTP every caller would share one tenant. "
+        "Turn keys on, or serve one user over stdio."
+    )
+
+
 @asynccontextmanager
 async def _closing(pool: ClientPool) -> AsyncIterator[None]:
     try:
@@ -196,7 +219,9 @@ async def serve_http(
     allowed_origins: Sequence[str] = (),
     max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted."""
+    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (after
+    :func:`require_key_checks`)."""
+    await require_key_checks(options)
     app, pool = http_app(
         options, host=host, port=port, allowed_origins=allowed_origins, max_request_bytes=max_request_bytes
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from axe_playwright_python.sync_playwright import Axe
+from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]  # no py.typed
 from playwright.sync_api import Page
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"

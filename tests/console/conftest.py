@@ -25,9 +25,10 @@ from strata.console.app import create_app
 from strata.console.settings import ConsoleSettings
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
-from tests.client.conftest import LoopThread, memory_target, retrieval_target, server_loop  # noqa: F401
+from tests.client.conftest import memory_target, retrieval_target, server_loop  # noqa: F401
 from tests.memory_process import free_port
 from tests.security.conftest import ADMIN_KEY
+from tests.servers import LoopThread
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -61,7 +61,9 @@ def test_create_agent_edit_block_and_recompile_the_stale_prompt(
             agent=pb.Agent(id=agent_id, recompile_policy=pb.RECOMPILE_POLICY_EXPLICIT),
             update_mask=["recompile_policy"],
         )
-        api.update_block(block=pb.Block(value="Name: Grace"), update_mask=["value"], agent_id=agent_id, label="human")
+        api.update_block(
+            block=pb.Block(value="Name: Grace"), update_mask=["value"], agent_id=agent_id, label="human"
+        )
         page.reload()
     expect(page.locator(".marker.stale")).to_have_text("stale")
     accessible(page)
@@ -115,17 +117,24 @@ def test_a_concurrent_api_edit_shows_both_versions_and_lets_the_person_choose(
     page: Page, open_console: ConsoleServer, api: MemoryClient
 ) -> None:
     agent_id = new_agent(page, open_console, "racer")
-    api.update_block(block=pb.Block(value="one\ntwo\nthree"), update_mask=["value"], agent_id=agent_id, label="human")
+    api.update_block(
+        block=pb.Block(value="one\ntwo\nthree"), update_mask=["value"], agent_id=agent_id, label="human"
+    )
     page.reload()
     api.update_block(  # someone else saves while the page is open
-        block=pb.Block(value="one\ntwo\nthree\nfour (theirs)"), update_mask=["value"], agent_id=agent_id, label="human"
+        block=pb.Block(value="one\ntwo\nthree\nfour (theirs)"),
+        update_mask=["value"],
+        agent_id=agent_id,
+        label="human",
     )
     save_block(page, "human", "ONE (mine)\ntwo\nthree")
     conflict = page.locator(".conflict")
     expect(conflict).to_contain_text("Someone changed this block")
     expect(conflict.locator(".del")).to_contain_text(["-one", "-four (theirs)"])
     expect(conflict.locator(".add")).to_contain_text(["+ONE (mine)"])
-    assert api.get_block(agent_id=agent_id, label="human").value == "one\ntwo\nthree\nfour (theirs)"  # untouched
+    assert (
+        api.get_block(agent_id=agent_id, label="human").value == "one\ntwo\nthree\nfour (theirs)"
+    )  # untouched
     accessible(page)
     screenshot(page, "conflict")
 
@@ -133,7 +142,9 @@ def test_a_concurrent_api_edit_shows_both_versions_and_lets_the_person_choose(
     expect(page.get_by_label("Value of human")).to_have_value("ONE (mine)\ntwo\nthree\nfour (theirs)")
 
     page.reload()
-    api.update_block(block=pb.Block(value="theirs again"), update_mask=["value"], agent_id=agent_id, label="human")
+    api.update_block(
+        block=pb.Block(value="theirs again"), update_mask=["value"], agent_id=agent_id, label="human"
+    )
     save_block(page, "human", "mine at last")
     page.locator(".conflict").get_by_role("button", name="Keep mine").click()
     expect(page.get_by_label("Value of human")).to_have_value("mine at last")
@@ -157,7 +168,9 @@ def test_budget_and_read_only_refusals_show_the_services_message(
     accessible(page)
     screenshot(page, "budget-refusal")
 
-    api.create_block(block=pb.Block(label="policy", value="Never share secrets.", read_only=True), agent_id=agent_id)
+    api.create_block(
+        block=pb.Block(label="policy", value="Never share secrets.", read_only=True), agent_id=agent_id
+    )
     page.goto(open_console.url + f"/agents/{agent_id}/tools")
     page.get_by_label("Tool", exact=True).select_option("memory_replace")
     page.get_by_label("Arguments (JSON object)").fill(
@@ -210,7 +223,9 @@ def test_history_diff_and_restore(page: Page, open_console: ConsoleServer, api: 
     assert api.get_block(agent_id=agent_id, label="human").value == "first draft"
 
     page.goto(page.url)  # a stale restore (the block changed since the page was shown) is refused
-    api.update_block(block=pb.Block(value="moved on"), update_mask=["value"], agent_id=agent_id, label="human")
+    api.update_block(
+        block=pb.Block(value="moved on"), update_mask=["value"], agent_id=agent_id, label="human"
+    )
     page.get_by_role("button", name=f"Restore version {block.version}").click()
     expect(page.locator(".refusal")).to_contain_text("ABORTED")
     assert api.get_block(agent_id=agent_id, label="human").value == "moved on"

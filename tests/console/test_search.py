@@ -33,14 +33,18 @@ def test_archival_search_shows_each_hits_explained_score(
 ) -> None:
     agent = api_client.create_agent(agent=pb.Agent(name="archivist"))
     api_client.create_passages(
-        agent_id=agent.id, passages=[pb.Passage(text=t, tags=tags) for t, tags in PASSAGES], wait_searchable=True
+        agent_id=agent.id,
+        passages=[pb.Passage(text=t, tags=tags) for t, tags in PASSAGES],
+        wait_searchable=True,
     )
     page.goto(open_console.url + f"/agents/{agent.id}/archival")
     expect(page.locator("#passages ~ table tbody tr")).to_have_count(3)
 
     page.get_by_label("Query").fill("ships passing the cape")
     page.get_by_role("button", name="Search").click()
-    served = api_client.search_archival(agent_id=agent.id, query="ships passing the cape", mode=api.SEARCH_MODE_HYBRID)
+    served = api_client.search_archival(
+        agent_id=agent.id, query="ships passing the cape", mode=api.SEARCH_MODE_HYBRID
+    )
     hits = page.locator(".hit")
     expect(hits).to_have_count(len(served.hits))
     for index, hit in enumerate(served.hits):
@@ -100,9 +104,13 @@ def test_recall_lists_and_searches_messages_with_scores(
     expect(page.locator("#messages ~ table tbody tr")).to_have_count(2)
     page.get_by_label("Search query (empty: list)").fill("cat on the windowsill")
     page.get_by_role("button", name="Show").click()
-    served = api_client.search_messages(agent_id=agent.id, query="cat on the windowsill", roles=[pb.MESSAGE_ROLE_USER])
+    served = api_client.search_messages(
+        agent_id=agent.id, query="cat on the windowsill", roles=[pb.MESSAGE_ROLE_USER]
+    )
     expect(page.locator(".hit")).to_have_count(len(served.hits))
     expect(page.locator(".hit").first).to_contain_text(served.hits[0].message.content)
-    expect(page.locator(".hit").first.locator("dd").first).to_have_text(f"{served.hits[0].relevance.rrf_score:.5f}")
+    expect(page.locator(".hit").first.locator("dd").first).to_have_text(
+        f"{served.hits[0].relevance.rrf_score:.5f}"
+    )
     accessible(page)
     screenshot(page, "recall")

@@ -4,6 +4,7 @@ forms refused. Each tenant's agents are made with its own key through strata.cli
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pytest
@@ -55,9 +56,10 @@ def bob(auth_console: ConsoleServer) -> Tenant:
     return make_tenant(auth_console)
 
 
-def post(context: BrowserContext, url: str, form: dict[str, str]) -> APIResponse:
+def post(context: BrowserContext, url: str, form: Mapping[str, str]) -> APIResponse:
     """A form POST with this browser's cookies (as a page's form would send it)."""
-    return context.request.post(url, form=form, max_redirects=0)
+    fields: dict[str, str | float | bool] = dict(form)
+    return context.request.post(url, form=fields, max_redirects=0)
 
 
 def test_sign_in_keeps_the_key_out_of_every_page_and_url(
@@ -77,11 +79,13 @@ def test_sign_in_keeps_the_key_out_of_every_page_and_url(
     own = f"/agents/{alice.agent.id}"
     for path in ("/agents", own, own + "/prompt", own + "/archival", own + "/recall", own + "/tools"):
         shown = page.goto(auth_console.url + path)
-        assert shown is not None and shown.status == 200, path
+        assert shown is not None
+        assert shown.status == 200, path
         assert alice.key not in page.content()
         assert alice.key not in page.url
     (cookie,) = context.cookies()
-    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert cookie["httpOnly"]
+    assert cookie["sameSite"] == "Strict"
     assert alice.key not in cookie["value"]
     assert page.evaluate("document.cookie") == ""  # scripts cannot read the session
 
@@ -96,15 +100,30 @@ def test_a_tenant_can_neither_read_nor_change_another_tenants_agents(
     sign_in(page, auth_console, alice.key)
     expect(page.get_by_role("link", name=bob.agent.name)).to_have_count(0)
     base = f"{auth_console.url}/agents/{bob.agent.id}"
-    reads = ["", "/prompt", "/prompt?preview=1", "/archival", "/archival?q=passage", "/recall", "/tools", "/delete"]
+    reads = [
+        "",
+        "/prompt",
+        "/prompt?preview=1",
+        "/archival",
+        "/archival?q=passage",
+        "/recall",
+        "/tools",
+        "/delete",
+    ]
     reads.append(f"/blocks/{bob.block.id}/history")
     for path in reads:
         response = page.goto(base + path)
-        assert response is not None and response.status == 404, path
+        assert response is not None
+        assert response.status == 404, path
         assert bob.name not in page.content(), path
 
-    changes = {
-        f"/blocks/{bob.block.id}": {"value": "overwritten", "description": "", "limit": "", "etag": bob.block.etag},
+    changes: dict[str, dict[str, str]] = {
+        f"/blocks/{bob.block.id}": {
+            "value": "overwritten",
+            "description": "",
+            "limit": "",
+            "etag": bob.block.etag,
+        },
         f"/blocks/{bob.block.id}/detach": {"etag": bob.block.etag},
         f"/blocks/{bob.block.id}/restore": {"version": "1", "etag": bob.block.etag},
         "/blocks": {"label": "planted", "value": "x", "description": "", "limit": ""},
@@ -116,8 +135,8 @@ def test_a_tenant_can_neither_read_nor_change_another_tenants_agents(
     }
     for path, fields in changes.items():
         page.goto(auth_console.url + "/agents")
-        response = post(context, base + path, {**fields, "csrf": form_token(page)})
-        assert response.status == 404, (path, response.status)
+        refused = post(context, base + path, {**fields, "csrf": form_token(page)})
+        assert refused.status == 404, (path, refused.status)
     attach = f"{auth_console.url}/agents/{alice.agent.id}/attach"  # B's block into A's agent
     page.goto(auth_console.url + "/agents")
     assert post(context, attach, {"block_id": bob.block.id, "csrf": form_token(page)}).status == 404
@@ -130,7 +149,11 @@ def test_a_tenant_can_neither_read_nor_change_another_tenants_agents(
 
 
 def test_forged_and_replayed_forms_are_refused(
-    page: Page, context: BrowserContext, browser_context_b: BrowserContext, auth_console: ConsoleServer, alice: Tenant
+    page: Page,
+    context: BrowserContext,
+    browser_context_b: BrowserContext,
+    auth_console: ConsoleServer,
+    alice: Tenant,
 ) -> None:
     sign_in(page, auth_console, alice.key)
     edit = f"{auth_console.url}/agents/{alice.agent.id}/blocks/{alice.block.id}"
@@ -148,7 +171,9 @@ def test_forged_and_replayed_forms_are_refused(
         edit, form={**fields, "csrf": token}, headers={"Origin": "https://evil.example"}, max_redirects=0
     )
     assert cross_site.status == 403
-    anonymous = page.request.post(edit, form={**fields, "csrf": token}, headers={"Cookie": ""}, max_redirects=0)
+    anonymous = page.request.post(
+        edit, form={**fields, "csrf": token}, headers={"Cookie": ""}, max_redirects=0
+    )
     assert anonymous.status == 403
 
     page.goto(auth_console.url + "/agents")
@@ -166,7 +191,8 @@ def test_forged_and_replayed_forms_are_refused(
 def test_operations_need_the_admin_key(page: Page, auth_console: ConsoleServer, alice: Tenant) -> None:
     sign_in(page, auth_console, alice.key)
     response = page.goto(auth_console.url + "/operations")
-    assert response is not None and response.status == 403
+    assert response is not None
+    assert response.status == 403
     page.get_by_role("button", name="Sign out").click()
 
     page.goto(auth_console.url + "/signin")
@@ -178,7 +204,8 @@ def test_operations_need_the_admin_key(page: Page, auth_console: ConsoleServer, 
     expect(health.locator("td.ok")).to_have_count(2)
     expect(page.get_by_role("region", name="Index health per tenant")).to_contain_text(alice.name)
     response = page.goto(auth_console.url + f"/agents/{alice.agent.id}")  # the admin key is no tenant
-    assert response is not None and response.status == 403
+    assert response is not None
+    assert response.status == 403
     page.goto(auth_console.url + "/operations")
     page.get_by_role("button", name="Reindex").click()
     expect(page.locator("#reindex-status")).to_contain_text("Done", timeout=60_000)

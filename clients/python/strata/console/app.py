@@ -78,7 +78,8 @@ async def http_error(request: Request, error: Exception) -> Response:
 
 
 class SecurityHeaders(BaseHTTPMiddleware):
-    """CSP, no framing, no sniffing, no referrer to other sites, and no caching of pages holding a tenant's data."""
+    """CSP, no framing, no sniffing, no referrer to other sites, and no caching of pages holding a
+    tenant's data."""
 
     async def dispatch(
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]

@@ -119,7 +119,7 @@ def current_session(request: Request) -> Session | None:
 def memory_of(request: Request, session: Session) -> AsyncMemoryClient:
     """The client this session's calls go through; 403 for a session that holds only the admin key."""
     console = console_of(request)
-    if session.memory is not None:
+    if session.memory is not None and not session.is_admin:
         return session.memory
     if console.settings.auth:
         raise HTTPException(403, "The admin key may use only the operations page: sign in with a tenant key.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import uvicorn
 
 from strata.console.app import create_app
@@ -10,5 +12,5 @@ from strata.console.settings import ConsoleSettings
 
 def serve(settings: ConsoleSettings) -> None:
     """Serve until interrupted (SIGINT/SIGTERM end it gracefully)."""
-    print(f"strata console: open http://{settings.host}:{settings.port}", flush=True)
+    sys.stderr.write(f"strata console: open http://{settings.host}:{settings.port}\n")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")

@@ -2,7 +2,8 @@
 
 The key is checked by MemoryService itself: a call as a tenant (ListAgents) tells a tenant key; a
 tenant call refused with PERMISSION_DENIED followed by an AdminService call that succeeds tells the
-admin key. The key then lives only inside the session's clients.
+admin key. With auth off the console acts as its configured tenant and only the admin key signs in
+(for the operations page). The key then lives only inside the session's clients.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from strata.client import PermissionDeniedError, StrataClientError
+from strata.client import AsyncAdminClient, AsyncMemoryClient, PermissionDeniedError, StrataClientError
 from strata.console.pages import (
+    Console,
     Refusal,
     checked_form,
     console_of,
@@ -44,34 +46,45 @@ async def signin(request: Request) -> Response:
     old, form = await checked_form(request)
     key = text(form, "api_key").strip()
     go = safe_next(text(form, "next"))
-    memory = console.memory_client(key or None)
-    admin = None
-    try:
-        if not key:
-            raise ValueError("Enter an API key.")
-        try:
-            await memory.list_agents(page_size=1)
-        except PermissionDeniedError:
-            admin = console.admin_client(key)
-            await admin.list_api_keys(page_size=1)
-            go = "/operations"
-    except (StrataClientError, ValueError) as error:
-        await memory.close()
-        if admin is not None:
-            await admin.close()
-        refusal = (
-            Refusal.of(error, "api_key")
-            if isinstance(error, StrataClientError)
-            else Refusal(str(error), field="api_key")
+    if not key:
+        return render(
+            request, old, "signin.html", 400, next=go, refusal=Refusal("Enter an API key.", field="api_key")
         )
-        status = http_status(error) if isinstance(error, StrataClientError) else 400
-        return render(request, old, "signin.html", status, next=go, refusal=refusal)
+    memory = console.memory_client(key)
+    try:
+        admin = await admin_or_tenant(console, memory, key)
+    except StrataClientError as error:
+        await memory.close()
+        refusal = Refusal.of(error, "api_key")
+        return render(request, old, "signin.html", http_status(error), next=go, refusal=refusal)
+    if admin is not None:
+        go = "/operations"
     await console.sessions.end(old)
     session = console.sessions.open(None)
     session.memory, session.admin, session.signed_in = memory, admin, True
     session.tenant = "admin" if admin is not None else await _tenant_name(session)
     request.state.new_session = session
     return redirect(request, go)
+
+
+async def admin_or_tenant(console: Console, memory: AsyncMemoryClient, key: str) -> AsyncAdminClient | None:
+    """None for a tenant key, an AdminService client for the admin key; raises the service's refusal.
+
+    With auth off every caller is the configured tenant, so only the admin key is worth a sign-in."""
+    if console.settings.auth:
+        try:
+            await memory.list_agents(page_size=1)
+        except PermissionDeniedError:
+            pass  # perhaps the admin key: AdminService decides
+        else:
+            return None
+    admin = console.admin_client(key)
+    try:
+        await admin.list_api_keys(page_size=1)
+    except StrataClientError:
+        await admin.close()
+        raise
+    return admin
 
 
 async def _tenant_name(session: Session) -> str | None:

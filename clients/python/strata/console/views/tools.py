@@ -9,33 +9,37 @@ call (read just before it) and the block the service returns.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from strata.client import StrataClientError
 from strata.console.formatting import DiffLine, line_diff
-from strata.console.sessions import Session
 from strata.console.pages import Refusal, acting, checked_form, http_status, memory_of, render, text
+from strata.console.sessions import Session
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 
 
+@dataclass
+class Run:
+    """What the playground shows after a run: the form as sent, the result or the refusal, the change."""
+
+    draft: dict[str, str]
+    result: api.ExecuteToolResponse | None = None
+    refusal: Refusal | None = None
+    change: list[DiffLine] = dataclasses.field(default_factory=list)
+
+
 async def tools_page(request: Request) -> Response:
     session = acting(request)
-    return await show_tools(request, session, {"tool": "", "arguments": "{}"}, None, None, [], 200)
+    return await show_tools(request, session, Run({"tool": "", "arguments": "{}"}), 200)
 
 
-async def show_tools(
-    request: Request,
-    session: Session,
-    draft: dict[str, str],
-    result: api.ExecuteToolResponse | None,
-    refusal: Refusal | None,
-    change: list[DiffLine],
-    status: int,
-) -> Response:
+async def show_tools(request: Request, session: Session, run: Run, status: int) -> Response:
     memory = memory_of(request, session)
     try:
         agent, tools = await asyncio.gather(
@@ -50,35 +54,41 @@ async def show_tools(
         status,
         agent=agent,
         tools=tools.tools,
-        draft=draft,
-        result=result,
-        refusal=refusal,
-        change=change,
+        draft=run.draft,
+        result=run.result,
+        refusal=run.refusal,
+        change=run.change,
         tab="tools",
     )
+
+
+def argument_problem(arguments: str) -> str:
+    """Why ``arguments`` is not a JSON object (empty when it is)."""
+    try:
+        parsed = json.loads(arguments or "null")
+    except ValueError as error:
+        return f"Not JSON: {error}."
+    return "" if isinstance(parsed, dict) else 'Arguments must be a JSON object, e.g. {"label": "human"}.'
 
 
 async def run_tool(request: Request) -> Response:
     session, form = await checked_form(request)
     memory = memory_of(request, session)
     agent_id = request.path_params["agent_id"]
-    draft = {"tool": text(form, "tool"), "arguments": text(form, "arguments")}
-    try:
-        if not isinstance(json.loads(draft["arguments"] or "null"), dict):
-            raise ValueError('Arguments must be a JSON object, e.g. {"label": "human", ...}.')
-    except ValueError as error:
-        refusal = Refusal(f"Not a JSON object: {error}", field="arguments")
-        return await show_tools(request, session, draft, None, refusal, [], 400)
+    run = Run({"tool": text(form, "tool"), "arguments": text(form, "arguments")})
+    if problem := argument_problem(run.draft["arguments"]):
+        run.refusal = Refusal(problem, field="arguments")
+        return await show_tools(request, session, run, 400)
     try:
         before = {b.id: b async for b in memory.iter_blocks(agent_id=agent_id, page_size=1000)}
-        result = await memory.execute_tool(
-            agent_id=agent_id, tool_name=draft["tool"], arguments=draft["arguments"]
+        run.result = await memory.execute_tool(
+            agent_id=agent_id, tool_name=run.draft["tool"], arguments=run.draft["arguments"]
         )
     except StrataClientError as error:
-        return await show_tools(
-            request, session, draft, None, Refusal.of(error, "arguments"), [], http_status(error)
-        )
-    return await show_tools(request, session, draft, result, None, block_change(before, result), 200)
+        run.refusal = Refusal.of(error, "arguments")
+        return await show_tools(request, session, run, http_status(error))
+    run.change = block_change(before, run.result)
+    return await show_tools(request, session, run, 200)
 
 
 def block_change(before: dict[str, pb.Block], result: api.ExecuteToolResponse) -> list[DiffLine]:

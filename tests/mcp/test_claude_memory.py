@@ -179,5 +179,8 @@ def test_clear_all_memory_deletes_the_blocks_claude_may_delete(
     tool: StrataMemoryTool, client: MemoryClient, tenant: Tenant
 ) -> None:
     run(tool, command="create", path="/memories/a", file_text="1")
+    client.create_block(
+        block=pb.Block(label="policy", value="be kind", read_only=True), agent_id=tenant.agent_id
+    )
     assert tool.clear_all_memory() == "All memory cleared"
-    assert values(client, tenant) == {}
+    assert values(client, tenant) == {"policy": "be kind"}

@@ -118,10 +118,11 @@ class StrataMemoryTool(BetaAbstractMemoryTool):
         return f"Successfully renamed {source.path} to {destination.path}"
 
     def clear_all_memory(self) -> str:
-        """Delete every block of the agent that its tools may delete."""
+        """Delete every block of the agent its tools may delete (read-only blocks stay)."""
         root = _parse(memory_paths.ROOT)
         for block in list(self.client.iter_blocks(agent_id=self.agent_id)):
-            self._run({"command": "delete", "path": path_of(block.label)}, block.label, partial=root)
+            if not block.read_only:
+                self._run({"command": "delete", "path": path_of(block.label)}, block.label, partial=root)
         return "All memory cleared"
 
     # Helpers --------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""`make run`: start RetrievalService and MemoryService as two processes, stop both on Ctrl-C/SIGTERM.
+"""`make run`: start RetrievalService and MemoryService as two processes, then the web console
+(``strata console``, http://127.0.0.1:8080); stop all on Ctrl-C/SIGTERM.
 
 Each service is its own process (as in production, where each scales on its own); this launcher only
 starts them in order, waits until each reports SERVING, and forwards shutdown signals.
@@ -104,12 +105,21 @@ def _reason(error: grpc.RpcError) -> str:
     return info.reason if info is not None else "no reason given"
 
 
+def console_environment() -> dict[str, str]:
+    """The web console's environment: the two services as started above, unless set otherwise."""
+    env = dict(os.environ)
+    for variable, service in (("MEMORY_TARGET", SERVICES[1]), ("RETRIEVAL_TARGET", SERVICES[0])):
+        env.setdefault(f"STRATA_CONSOLE_{variable}", os.environ.get(service[2], service[3]))
+    return env
+
+
 def main() -> int:
     with Launcher() as launcher:
         for name, module, variable, default in SERVICES:
             address = os.environ.get(variable, default)
             refusal = retrieval_refusal if name == "retrieval" else None
             launcher.serving(f"{name} service", address, launcher.spawn(module), refusal)
+        launcher.spawn("strata.console", console_environment())
         launcher.serve(lambda: all(p.poll() is None for p in launcher.processes))
     return 0
 

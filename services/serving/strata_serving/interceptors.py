@@ -7,7 +7,9 @@ with its traceback and answered as INTERNAL without leaking its text. Every kind
 wrapped (unary and streaming, async generators and ``context.write`` coroutines alike, see
 :mod:`strata_serving.handlers`). The access log and metrics record the status the client saw: a call
 whose deadline passed is DEADLINE_EXCEEDED and one the client cancelled is CANCELLED, even when the
-handler itself finished. Health checks are logged at DEBUG: a probe every few seconds is not news.
+handler itself finished. A caller's ``x-request-id`` that is not printable ASCII is replaced by a
+fresh id before anything logs, echoes or forwards it. Health checks are logged at DEBUG: a probe
+every few seconds is not news.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from strata_serving import server_tracing
 from strata_serving.errors import StrataError
 from strata_serving.handlers import Context, Streaming, Unary, rewrap
 from strata_serving.metrics import RpcMetrics
-from strata_serving.propagation import REQUEST_ID_KEY, request_id_var, set_deadline
+from strata_serving.propagation import (
+    MAX_REQUEST_ID_LENGTH,
+    REQUEST_ID_KEY,
+    printable,
+    request_id_var,
+    set_deadline,
+)
 from strata_serving.status import STATUS_DETAILS_KEY, rich_status, status_code_for
 
 __all__ = ["REQUEST_ID_KEY", "RequestContextInterceptor", "Streaming", "Unary", "request_id_var"]
@@ -60,13 +68,32 @@ class RequestContextInterceptor(_Interceptor):
             for key, value in handler_call_details.invocation_metadata or ()
             if isinstance(value, str)
         }
-        request_id = incoming.get(REQUEST_ID_KEY) or _new_request_id()
+        request_id = _request_id(incoming.get(REQUEST_ID_KEY), method)
         return rewrap(handler, _CallScope(method, request_id, incoming, self._metrics))
 
 
 _REQUEST_IDS = random.Random()
 """A private generator: drawing ids must not advance the process's global ``random`` state (a program
 embedding the server, or a test seeding ``random``, would see its sequence change per call)."""
+
+
+def _request_id(given: str | None, method: str) -> str:
+    """The caller's ``x-request-id`` if it is printable ASCII of at most ``MAX_REQUEST_ID_LENGTH``
+    characters (:func:`~strata_serving.propagation.printable`); otherwise a fresh id, and the log
+    says so (naming only the length: the raw value is never logged, echoed or forwarded)."""
+    if given is None or given == "":
+        return _new_request_id()
+    if printable(given):
+        return given
+    fresh = _new_request_id()
+    log.warning(
+        "x-request-id replaced by %s in %s: %d characters, not 1-%d printable ASCII characters",
+        fresh,
+        method,
+        len(given),
+        MAX_REQUEST_ID_LENGTH,
+    )
+    return fresh
 
 
 def _new_request_id() -> str:

@@ -2,7 +2,9 @@
 terminal, the request id and trace id on every line, and third-party noise kept out.
 
 ``json_lines=None`` chooses by where stderr goes: a terminal (``make run``) gets the console form,
-anything else (a container, a file, a pipe) JSON.
+anything else (a container, a file, a pipe) JSON. Either way one record is one line: control
+characters in a message (CR, LF, ESC, NUL, DEL, C1) are written escaped (``\\n``, ``\\x1b``), so text
+that reached a message from a caller can neither forge a line nor drive a terminal.
 """
 
 from __future__ import annotations
@@ -19,6 +21,22 @@ _EXTRA_FIELDS = ("rpc_method", "rpc_code", "elapsed_ms", "deadline_ms")
 _NOISY_PACKAGES = ("/onnxruntime/", "/onnx/")
 """Libraries that log through the root logger (onnxruntime's quantiser prints dozens of lines on a
 first start); their lines below ERROR are dropped."""
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))} | {
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+}
+
+
+_JSON_CONTROL = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+"""What ``json.dumps`` leaves raw (it escapes C0 itself), as JSON escapes."""
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every C0, DEL and C1 control character written as an escape."""
+    return text.translate(_CONTROL)
 
 
 class JsonFormatter(logging.Formatter):
@@ -38,7 +56,7 @@ class JsonFormatter(logging.Formatter):
                 entry[field] = getattr(record, field)
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return json.dumps(entry, ensure_ascii=False).translate(_JSON_CONTROL)
 
 
 class ConsoleFormatter(logging.Formatter):
@@ -46,7 +64,7 @@ class ConsoleFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created).strftime("%H:%M:%S.%f")[:-3]
-        line = f"{stamp} {record.levelname:<5} {record.name:<16} {record.getMessage()}"
+        line = f"{stamp} {record.levelname:<5} {record.name:<16} {escape_controls(record.getMessage())}"
         ids = []
         request_id = request_id_var.get()
         if request_id != "-" and f"request_id={request_id}" not in line:

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from opentelemetry import propagate
 
 REQUEST_ID_KEY = "x-request-id"
+MAX_REQUEST_ID_LENGTH = 128
+"""The longest ``x-request-id`` kept (a UUID is 36 characters)."""
 MIN_TIMEOUT_SECONDS = 0.001
 """Never send a zero or negative timeout: gRPC Python reads ``timeout=0`` as no deadline at all."""
 
@@ -43,10 +45,19 @@ def outgoing_timeout(cap: float) -> float:
     return max(min(cap, left), MIN_TIMEOUT_SECONDS)
 
 
+def printable(value: str, max_length: int = MAX_REQUEST_ID_LENGTH) -> bool:
+    """The rule for every metadata value a service logs, echoes or forwards: 1 to ``max_length``
+    printable ASCII characters without spaces (``!`` to ``~``). Anything else (CR, LF, ESC, NUL,
+    DEL, non-ASCII) could forge a log line, drive a terminal, or make the next hop refuse the call."""
+    return 0 < len(value) <= max_length and all("!" <= ch <= "~" for ch in value)
+
+
 def outgoing_metadata(base: Sequence[tuple[str, str]] = ()) -> tuple[tuple[str, str], ...]:
-    """``base`` plus the current request id and W3C trace context (``traceparent``, ``tracestate``)."""
+    """``base`` plus the current request id and W3C trace context (``traceparent``, ``tracestate``);
+    a trace value that is not printable ASCII (see :func:`printable`) is not forwarded."""
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
+    carrier = {key: value for key, value in carrier.items() if printable(value, 1024)}
     request_id = request_id_var.get()
     if request_id != "-":
         carrier[REQUEST_ID_KEY] = request_id

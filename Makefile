@@ -18,7 +18,7 @@ INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-cluster run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check coverage-branches mutation docs node mcp-inspector buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
+        client client-check browser coverage-branches mutation docs node mcp-inspector buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -57,7 +57,11 @@ run-memory: install ## start MemoryService alone
 run-retrieval: install ## start RetrievalService alone
 	$(PY) -m strata_retrieval.main
 
-test: install node mcp-inspector ## run every test (unit, golden, integration through real servers; branch coverage printed), then the TypeScript client's
+browser: ## Debian's Chromium for the console's browser tests (tests/console; Playwright never downloads one)
+	@command -v chromium >/dev/null || { $$([ "$$(id -u)" = 0 ] || echo sudo) apt-get update \
+	  && $$([ "$$(id -u)" = 0 ] || echo sudo) apt-get install -y chromium; }
+
+test: install node mcp-inspector browser ## run every test (unit, golden, integration through real servers; branch coverage printed), then the TypeScript client's
 	mkdir -p .cache
 	$(PY) -m pytest -q --cov --cov-report=term --cov-report=json:.cache/coverage.json
 	cd $(TS_DIR) && npm test

@@ -24,6 +24,7 @@ many documents match. A query with no text (blank) lists the newest matching doc
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strata_retrieval.disk import DiskGuard, as_disk_full, is_disk_full
-from strata_retrieval.embedding.protocol import Embedder
+from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.fusion import Fused, Ranking, dbsf_ranking, rrf_ranking
 from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
@@ -230,40 +231,48 @@ class RetrievalEngine:
         """Each leg's candidates to its depth, equal scores in storage key order (:func:`_in_key_order`).
         A leg is read one past its depth, and further while a run of equal scores reaches past what
         was read: which of the tied documents make the cut is decided by key, as if the leg had been
-        read whole, not by the order its index happened to store them in."""
+        read whole, not by the order its index happened to store them in. Only the leg cut short is
+        read again, and the query is embedded at most once per call, whatever the rounds."""
         depths = _depths(query)
         reads = {leg: depth + 1 for leg, depth in depths.items()}
-        while True:
-            legs = self._legs(query, reads)
-            cut_short = [leg for leg, found in legs.items() if _tie_runs_past(found, depths[leg], reads[leg])]
-            if not cut_short:
-                return {leg: _in_key_order(found)[: depths[leg]] for leg, found in legs.items()}
-            reads.update({leg: 2 * reads[leg] for leg in cut_short})
+        vector = functools.cache(lambda: self.embedder.embed_query(query.text))
+        legs = self._legs(query, reads, vector)
+        while cut_short := [
+            leg for leg, found in legs.items() if _tie_runs_past(found, depths[leg], reads[leg])
+        ]:
+            for leg in cut_short:
+                reads[leg] *= 2
+                legs[leg] = (
+                    self._vector_leg(vector, query.filter, reads[leg])
+                    if leg == VECTOR
+                    else self._fts_leg(query.text, query.filter, reads[leg])
+                )
+        return {leg: _in_key_order(found)[: depths[leg]] for leg, found in legs.items()}
 
-    def _legs(self, query: SearchQuery, reads: dict[str, int]) -> dict[str, list[ScoredKey]]:
+    def _legs(
+        self, query: SearchQuery, reads: dict[str, int], vector: Callable[[], Vectors]
+    ) -> dict[str, list[ScoredKey]]:
         """Each leg's best ``reads[leg]`` candidates as its index returns them. In hybrid mode the text
         leg runs on a thread of its own while this one embeds the query and searches the vectors:
         onnxruntime and Tantivy release the GIL, so BM25 adds no wall time when it finishes first."""
         if query.mode is SearchMode.FTS:
             return {FTS: self._fts_leg(query.text, query.filter, reads[FTS])}
         if query.mode is SearchMode.VECTOR:
-            return {VECTOR: self._vector_leg(query.text, query.filter, reads[VECTOR])}
+            return {VECTOR: self._vector_leg(vector, query.filter, reads[VECTOR])}
         vector_depth, fts_depth = reads[VECTOR], reads[FTS]
         if isinstance(self._vectors, JointSearch):  # both legs in one request to one collection
             with tracing.span("search.joint_legs", depth=max(vector_depth, fts_depth)):
-                embedded = self.embedder.embed_query(query.text)
-                vector, fts = self._vectors.search_legs(
-                    embedded, query.text, query.filter, vector_depth, fts_depth
+                found, fts = self._vectors.search_legs(
+                    vector(), query.text, query.filter, vector_depth, fts_depth
                 )
-            return {VECTOR: vector, FTS: fts}
+            return {VECTOR: found, FTS: fts}
         fts_leg = tracing.in_context(self._fts_leg)
         text = self._text_legs.submit(fts_leg, query.text, query.filter, fts_depth)
-        vector = self._vector_leg(query.text, query.filter, vector_depth)
-        return {VECTOR: vector, FTS: text.result()}
+        return {VECTOR: self._vector_leg(vector, query.filter, vector_depth), FTS: text.result()}
 
-    def _vector_leg(self, text: str, flt: DocumentFilter, depth: int) -> list[ScoredKey]:
+    def _vector_leg(self, vector: Callable[[], Vectors], flt: DocumentFilter, depth: int) -> list[ScoredKey]:
         with tracing.span("search.vector_leg", depth=depth):
-            return self._vectors.search(self.embedder.embed_query(text), flt, depth)
+            return self._vectors.search(vector(), flt, depth)
 
     def _fts_leg(self, text: str, flt: DocumentFilter, depth: int) -> list[ScoredKey]:
         with tracing.span("search.fts_leg", depth=depth):

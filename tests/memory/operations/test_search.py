@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -335,3 +335,35 @@ async def test_leg_weights_and_k_reach_the_fusion(
     assert hits[0].rrf_score == pytest.approx(2.0 / (1.0 + 1) + 0.5 / (1.0 + 1))
     default = await s.search.archival(TENANT, agent.id, SearchWindow("green tea"), tags=[], match_all=False)
     assert default[0].rrf_score == pytest.approx(2 / 61)
+
+
+LAST_US = 253_402_300_799_999_999
+"""9999-12-31T23:59:59.999999Z, the last moment AppendMessages and CreatePassages accept."""
+FIRST_US = -62_135_596_800_000_000
+"""0001-01-01T00:00:00Z, the first."""
+
+
+@pytest.mark.parametrize("timezone", ["Pacific/Kiritimati", "Etc/GMT+12", "UTC"])
+async def test_the_tools_show_the_first_and_last_accepted_moments_in_any_zone(
+    searching: Searching, timezone: str
+) -> None:
+    """Microseconds divided as a float rounded 9999-12-31T23:59:59.999999 up to year 10000: every
+    search of the agent failed for good. The edges are shown, in UTC where the zone has no such date."""
+    s = searching
+    agent = await _agent(s.ops, timezone=timezone)
+    await _insert(s, agent, "the very last boat", (), LAST_US)
+    await _insert(s, agent, "the very first boat", (), FIRST_US)
+    edge = [message_record("user", "the very last boat sails", created_us=LAST_US)]
+    await s.messages.append(TENANT, agent.id, "default", edge)
+    await s.deliver()
+
+    found = json.loads(await s.external.run("archival_memory_search", '{"query": "boat"}', agent))
+    recalled = json.loads(await s.external.run("conversation_search", '{"query": "boat"}', agent))
+
+    stamps = sorted(datetime.fromisoformat(hit["timestamp"]) for hit in found)
+    assert stamps == [
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC),
+    ]
+    (result,) = recalled["results"]
+    assert datetime.fromisoformat(result["timestamp"]) == datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from strata_memory.domain.tools.search_tools import (
     Found,
     archival_results,
@@ -16,7 +14,7 @@ from strata_memory.indexing.documents import message_text
 from strata_memory.operations.archival import Archives, IndexQueue
 from strata_memory.operations.prompts import Clock
 from strata_memory.operations.search import Hit, Search, SearchWindow
-from strata_memory.store.records import AgentRecord, MessageRecord, PassageRecord
+from strata_memory.store.records import AgentRecord, MessageRecord, PassageRecord, to_datetime
 
 
 class ExternalTools:
@@ -80,7 +78,7 @@ def _passage_found(hit: Hit[PassageRecord]) -> Found:
     passage = hit.item
     return Found(
         id=passage.id,
-        created_at=_moment(passage.created_us),
+        created_at=to_datetime(passage.created_us),
         content=passage.text,
         rrf_score=hit.rrf_score,
         vector_rank=hit.vector_rank,
@@ -94,7 +92,7 @@ def _message_found(hit: Hit[MessageRecord]) -> Found:
     message = hit.item
     return Found(
         id=message.id,
-        created_at=_moment(message.created_us),
+        created_at=to_datetime(message.created_us),
         content=message.content or message_text(message),
         rrf_score=hit.rrf_score,
         vector_rank=hit.vector_rank,
@@ -102,7 +100,3 @@ def _message_found(hit: Hit[MessageRecord]) -> Found:
         search_mode=hit.search_mode,
         role=message.role,
     )
-
-
-def _moment(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, UTC)

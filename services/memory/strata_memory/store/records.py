@@ -7,9 +7,10 @@ import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from strata_memory.domain.model import Block, RecompilePolicy, RenderMode, ToolResultStyle
+from strata_memory.domain.receipts import PromptReceipt
 
 DEFAULT_CONVERSATION = "default"
 
@@ -19,8 +20,13 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def to_datetime(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, UTC)
+    """Integer microseconds since the epoch as an aware UTC ``datetime``, exactly: integer arithmetic
+    (``us / 1e6`` as a float rounds 9999-12-31T23:59:59.999999 up into year 10000, and ends there)."""
+    return EPOCH + timedelta(microseconds=us)
 
 
 def etag_of(object_id: str, version: int) -> str:
@@ -125,6 +131,8 @@ class MessageRecord:
     tool_call_id: str = ""
     sequence: int = 0
     created_us: int = 0
+    prompt_receipt_id: str = ""
+    """The receipt of the system prompt the message was generated under, when the caller named it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +142,8 @@ class PromptRecord:
     text: str
     fingerprint: str
     compiled_us: int
+    receipt: PromptReceipt | None = None
+    """What the text was built from; None for prompts stored before receipts were recorded."""
 
 
 @dataclass(frozen=True, slots=True)

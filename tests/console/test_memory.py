@@ -229,3 +229,39 @@ def test_history_diff_and_restore(page: Page, open_console: ConsoleServer, api: 
     page.get_by_role("button", name=f"Restore version {block.version}").click()
     expect(page.locator(".refusal")).to_contain_text("ABORTED")
     assert api.get_block(agent_id=agent_id, label="human").value == "moved on"
+
+
+def test_create_attach_and_detach_blocks_with_shared_markers(
+    page: Page, open_console: ConsoleServer, api: MemoryClient
+) -> None:
+    other = api.create_agent(agent=pb.Agent(name="teammate"))
+    shared = api.create_block(block=pb.Block(label="team", value="We ship on Fridays."), agent_id=other.id)
+    agent_id = new_agent(page, open_console, "joiner")
+
+    page.get_by_label("Block id").fill(shared.id)
+    page.get_by_role("button", name="Attach block").click()
+    section = page.locator(f"#block-{shared.id}")
+    expect(section.locator(".marker.shared")).to_contain_text("teammate")
+    assert shared.id in [b.id for b in api.list_blocks(agent_id=agent_id).blocks]
+
+    page.get_by_label("Block id").fill("block-00000000-0000-0000-0000-000000000000")
+    page.get_by_role("button", name="Attach block").click()
+    expect(page.locator("#attach-error")).to_contain_text("NOT_FOUND")
+
+    page.get_by_label("Label").fill("rules")
+    page.get_by_label("Value", exact=True).fill("Be kind.")
+    page.get_by_label("Read-only for the agent's tools").check()
+    page.get_by_role("button", name="Create block").click()
+    rules = api.get_block(agent_id=agent_id, label="rules")
+    assert rules.read_only
+    expect(page.locator(f"#block-{rules.id} .marker.ro")).to_have_text("read-only")
+
+    page.get_by_label("Label").fill("rules")  # a second block of that label: the service refuses it
+    page.get_by_role("button", name="Create block").click()
+    expect(page.locator("#new-label-error")).to_contain_text("ALREADY_EXISTS")
+    expect(page.get_by_label("Label")).to_have_value("rules")
+
+    page.locator(f"#block-{shared.id}").get_by_role("button", name="Detach team").click()
+    expect(page.locator(f"#block-{shared.id}")).to_have_count(0)
+    assert shared.id not in [b.id for b in api.list_blocks(agent_id=agent_id).blocks]
+    assert shared.id in [b.id for b in api.list_blocks(agent_id=other.id).blocks]

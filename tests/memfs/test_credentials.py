@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 import pytest
@@ -22,7 +23,13 @@ from tests.memfs.conftest import Memfs, block
 KEY = "sk_test_secret_key_0123456789"
 
 
-class Recorder(grpc.GenericRpcHandler[bytes, bytes]):
+if TYPE_CHECKING:  # grpc's classes are generic only in their type stubs
+    _Handler = grpc.GenericRpcHandler[bytes, bytes]
+else:
+    _Handler = grpc.GenericRpcHandler
+
+
+class Recorder(_Handler):
     """A hostile server: records every call's metadata and answers nothing useful."""
 
     def __init__(self) -> None:

@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -48,7 +49,8 @@ from strata_retrieval.settings import RetrievalSettings
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "mcp_overhead.json"
 STRATA = str(Path(sys.executable).parent / "strata")
-ADMIN_KEY = "bench-admin-key-0123456789abcdef"
+ADMIN_KEY = secrets.token_hex(24)
+"""A fresh admin key for this run (MemoryService refuses guessable ones)."""
 T = TypeVar("T")
 Call = Callable[[int], Awaitable[None]]
 

@@ -25,6 +25,7 @@ from strata.client.arguments import API_KEY_ENV, TARGET_ENV
 from strata.memfs import engine, trust
 from strata.memfs.engine import MemfsError
 from strata.memfs.git import GitError
+from strata.memfs.projection import MAX_BLOCK_BYTES
 from strata.memfs.report import Report
 from strata.memfs.resolve import resolve
 from strata.memfs.state import StateError, load_state
@@ -54,11 +55,26 @@ def register(subparsers: Subparsers) -> None:
         parser.add_argument("--dir", type=Path, default=Path(), help="the MemFS folder (default: .)")
     for parser in (push, sync):
         parser.add_argument("--prune", action="store_true", help="detach blocks whose file was deleted")
+    for parser in (clone, status, pull, push, sync):
+        parser.add_argument(
+            "--max-block-bytes",
+            type=int,
+            default=MAX_BLOCK_BYTES,
+            metavar="N",
+            help="larger server blocks are reported, not written (default %(default)s)",
+        )
 
 
 def _clone(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
     def run() -> list[Report]:
-        report = engine.clone(client, args.agent_id, args.dir, target=args.target, tenant=args.tenant)
+        report = engine.clone(
+            client,
+            args.agent_id,
+            args.dir,
+            target=args.target,
+            tenant=args.tenant,
+            max_block_bytes=args.max_block_bytes,
+        )
         trust.confirm(args.dir, args.target)  # the server the user cloned from is one they chose
         return [report]
 
@@ -67,29 +83,35 @@ def _clone(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
 
 def _status(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
     with _folder_client(client, args) as (folder, root):
-        _report(out, lambda: [engine.status(folder, root)])
+        _report(out, lambda: [engine.status(folder, root, max_block_bytes=args.max_block_bytes)])
     return 0
 
 
 def _pull(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
     with _folder_client(client, args) as (folder, root):
-        return _report(out, lambda: [engine.pull(folder, root)])
+        return _report(out, lambda: [engine.pull(folder, root, max_block_bytes=args.max_block_bytes)])
 
 
 def _push(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
     with _folder_client(client, args) as (folder, root):
-        return _report(out, lambda: [engine.push(folder, root, prune=args.prune)])
+        return _report(
+            out,
+            lambda: [engine.push(folder, root, prune=args.prune, max_block_bytes=args.max_block_bytes)],
+        )
 
 
 def _sync(client: MemoryClient, args: argparse.Namespace, out: Printer) -> int:
     with _folder_client(client, args) as (folder, root):
-        return _report(out, lambda: _pull_then_push(folder, root, prune=args.prune))
+        return _report(
+            out,
+            lambda: _pull_then_push(folder, root, prune=args.prune, max_block_bytes=args.max_block_bytes),
+        )
 
 
-def _pull_then_push(client: MemoryClient, root: Path, *, prune: bool) -> list[Report]:
+def _pull_then_push(client: MemoryClient, root: Path, *, prune: bool, max_block_bytes: int) -> list[Report]:
     """Both reports; the pull's conflicts and pending edits are left to the push, which re-reads both."""
-    pulled = engine.pull(client, root)
-    pushed = engine.push(client, root, prune=prune)
+    pulled = engine.pull(client, root, max_block_bytes=max_block_bytes)
+    pushed = engine.push(client, root, prune=prune, max_block_bytes=max_block_bytes)
     if not pulled.applied:
         return [pushed]
     return [Report(pulled.action, pulled.agent_id, applied=pulled.applied, commit=pulled.commit), pushed]

@@ -11,6 +11,7 @@ from functools import cached_property
 
 from strata.admin.v1 import admin_pb2, admin_pb2_grpc
 from strata.client.async_base import AsyncClientBase
+from strata.client.paging import PageGuard
 
 
 class AsyncAdminClient(AsyncClientBase):
@@ -43,12 +44,12 @@ class AsyncAdminClient(AsyncClientBase):
         self, *, tenant_id: str = "", show_revoked: bool = False
     ) -> AsyncIterator[admin_pb2.ApiKey]:
         """Every key, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListApiKeys", self.max_pages)
         while True:
             page = await self.list_api_keys(tenant_id=tenant_id, show_revoked=show_revoked, page_token=token)
             for key in page.api_keys:
                 yield key
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     async def revoke_api_key(self, *, key_id: str) -> admin_pb2.ApiKey:
@@ -66,12 +67,12 @@ class AsyncAdminClient(AsyncClientBase):
 
     async def iter_parked_index_jobs(self, *, tenant_id: str = "") -> AsyncIterator[admin_pb2.ParkedIndexJob]:
         """Every parked index job, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListParkedIndexJobs", self.max_pages)
         while True:
             page = await self.list_parked_index_jobs(tenant_id=tenant_id, page_token=token)
             for job in page.jobs:
                 yield job
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     async def retry_parked_index_jobs(

@@ -13,6 +13,7 @@ from google.protobuf import timestamp_pb2
 
 from strata.client.arguments import request_id_or_new
 from strata.client.async_base import AsyncClientBase
+from strata.client.paging import PageGuard
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
@@ -55,12 +56,12 @@ class AsyncArchivalMethods(AsyncClientBase):
 
     async def iter_archives(self, *, agent_id: str = "", page_size: int = 0) -> AsyncIterator[pb.Archive]:
         """Every archive of the agent (or of the tenant), fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListArchives", self.max_pages)
         while True:
             page = await self.list_archives(agent_id=agent_id, page_size=page_size, page_token=token)
             for archive in page.archives:
                 yield archive
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     async def create_passages(
@@ -100,14 +101,14 @@ class AsyncArchivalMethods(AsyncClientBase):
         self, *, archive_id: str = "", agent_id: str = "", page_size: int = 0
     ) -> AsyncIterator[pb.Passage]:
         """Every passage of the archive (or the agent's archives), fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListPassages", self.max_pages)
         while True:
             page = await self.list_passages(
                 archive_id=archive_id, agent_id=agent_id, page_size=page_size, page_token=token
             )
             for passage in page.passages:
                 yield passage
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     async def search_archival(

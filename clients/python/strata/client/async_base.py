@@ -17,6 +17,7 @@ from google.protobuf.message import Message
 from strata.client.arguments import API_KEY_ENV, DEFAULT_TIMEOUT, call_metadata
 from strata.client.channel_policy import channel_options, client_retryable
 from strata.client.errors import error_from_rpc
+from strata.client.paging import MAX_PAGES
 
 RECEIVE_ANY_SIZE = ("grpc.max_receive_message_length", -1)
 """Responses are not bounded by the server (docs/security.md, Limits): what was stored in pieces
@@ -38,6 +39,8 @@ class AsyncClientBase:
     ``target`` may name several replicas (``ipv4:127.0.0.1:50061,127.0.0.1:50062``): calls are spread
     over them round robin, each while its health check says SERVING (:mod:`strata.client.channel_policy`).
     The channel opens at construction (with asyncio: create the client in the loop that uses it).
+    ``iter_*`` methods follow at most ``max_pages`` pages and stop at a repeated page token
+    (:mod:`strata.client.paging`): a server cannot keep the client paging forever.
     """
 
     def __init__(
@@ -49,10 +52,12 @@ class AsyncClientBase:
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, Any]] = (),
         api_key: str | None = None,
+        max_pages: int = MAX_PAGES,
     ) -> None:
         self.target = target
         self.tenant = tenant
         self.timeout = timeout
+        self.max_pages = max_pages
         self._metadata = call_metadata(tenant, api_key or os.environ.get(API_KEY_ENV) or None)
         if not any(name == RECEIVE_ANY_SIZE[0] for name, _ in options):
             options = [RECEIVE_ANY_SIZE, *options]

@@ -20,6 +20,7 @@ from typing import Any
 from strata.client.arguments import block_ref, field_mask, request_id_or_new, tool_arguments
 from strata.client.async_agent_files import AsyncAgentFileMethods
 from strata.client.async_archival import AsyncArchivalMethods
+from strata.client.paging import PageGuard
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 
@@ -57,12 +58,12 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
 
     async def iter_agents(self, *, page_size: int = 0) -> AsyncIterator[pb.Agent]:
         """Every agent of the tenant, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListAgents", self.max_pages)
         while True:
             page = await self.list_agents(page_size=page_size, page_token=token)
             for agent in page.agents:
                 yield agent
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Blocks -------------------------------------------------------------------------------------
@@ -131,12 +132,12 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
 
     async def iter_blocks(self, *, agent_id: str = "", page_size: int = 0) -> AsyncIterator[pb.Block]:
         """Every block of the agent (or of the tenant), fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListBlocks", self.max_pages)
         while True:
             page = await self.list_blocks(agent_id=agent_id, page_size=page_size, page_token=token)
             for block in page.blocks:
                 yield block
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Block history ------------------------------------------------------------------------------
@@ -184,14 +185,14 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
         self, *, block_id: str = "", agent_id: str = "", label: str = "", page_size: int = 0
     ) -> AsyncIterator[pb.BlockVersion]:
         """Every version of the block, newest first, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListBlockVersions", self.max_pages)
         while True:
             page = await self.list_block_versions(
                 block_id=block_id, agent_id=agent_id, label=label, page_size=page_size, page_token=token
             )
             for version in page.versions:
                 yield version
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Conversations and files --------------------------------------------------------------------
@@ -210,12 +211,12 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
         self, *, agent_id: str, page_size: int = 0
     ) -> AsyncIterator[pb.Conversation]:
         """Every conversation of the agent, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListConversations", self.max_pages)
         while True:
             page = await self.list_conversations(agent_id=agent_id, page_size=page_size, page_token=token)
             for conversation in page.conversations:
                 yield conversation
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     async def attach_file(self, *, agent_id: str, file: pb.File) -> pb.File:
@@ -289,7 +290,7 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
         page_size: int = 0,
     ) -> AsyncIterator[pb.Message]:
         """Every matching message, oldest first, fetching page after page."""
-        token, roles = "", list(roles)
+        token, roles, pages = "", list(roles), PageGuard("ListMessages", self.max_pages)
         while True:
             page = await self.list_messages(
                 agent_id=agent_id,
@@ -300,7 +301,7 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
             )
             for message in page.messages:
                 yield message
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Rendering and the system prompt ------------------------------------------------------------

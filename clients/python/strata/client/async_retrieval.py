@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterable
 from functools import cached_property
 
 from strata.client.async_base import AsyncClientBase
+from strata.client.paging import PageGuard
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 
@@ -80,10 +81,10 @@ class AsyncRetrievalClient(AsyncClientBase):
         self, *, filter: rpb.DocumentFilter, page_size: int = 0
     ) -> AsyncIterator[str]:
         """Every id matching ``filter``, following the pages."""
-        token = ""
+        token, pages = "", PageGuard("ListDocumentIds", self.max_pages)
         while True:
             page = await self.list_document_ids(filter=filter, page_size=page_size, page_token=token)
             for document_id in page.ids:
                 yield document_id
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from functools import cached_property
 
 from strata.admin.v1 import admin_pb2, admin_pb2_grpc
+from strata.client.paging import PageGuard
 from strata.client.sync_base import ClientBase
 
 
@@ -41,11 +42,11 @@ class AdminClient(ClientBase):
 
     def iter_api_keys(self, *, tenant_id: str = "", show_revoked: bool = False) -> Iterator[admin_pb2.ApiKey]:
         """Every key, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListApiKeys", self.max_pages)
         while True:
             page = self.list_api_keys(tenant_id=tenant_id, show_revoked=show_revoked, page_token=token)
             yield from page.api_keys
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     def revoke_api_key(self, *, key_id: str) -> admin_pb2.ApiKey:
@@ -63,11 +64,11 @@ class AdminClient(ClientBase):
 
     def iter_parked_index_jobs(self, *, tenant_id: str = "") -> Iterator[admin_pb2.ParkedIndexJob]:
         """Every parked index job, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListParkedIndexJobs", self.max_pages)
         while True:
             page = self.list_parked_index_jobs(tenant_id=tenant_id, page_token=token)
             yield from page.jobs
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     def retry_parked_index_jobs(

@@ -14,6 +14,7 @@ from functools import cached_property
 from google.protobuf import timestamp_pb2
 
 from strata.client.arguments import request_id_or_new
+from strata.client.paging import PageGuard
 from strata.client.sync_base import ClientBase
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -57,11 +58,11 @@ class ArchivalMethods(ClientBase):
 
     def iter_archives(self, *, agent_id: str = "", page_size: int = 0) -> Iterator[pb.Archive]:
         """Every archive of the agent (or of the tenant), fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListArchives", self.max_pages)
         while True:
             page = self.list_archives(agent_id=agent_id, page_size=page_size, page_token=token)
             yield from page.archives
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     def create_passages(
@@ -101,13 +102,13 @@ class ArchivalMethods(ClientBase):
         self, *, archive_id: str = "", agent_id: str = "", page_size: int = 0
     ) -> Iterator[pb.Passage]:
         """Every passage of the archive (or the agent's archives), fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListPassages", self.max_pages)
         while True:
             page = self.list_passages(
                 archive_id=archive_id, agent_id=agent_id, page_size=page_size, page_token=token
             )
             yield from page.passages
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     def search_archival(

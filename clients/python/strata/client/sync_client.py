@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from strata.client.arguments import block_ref, field_mask, request_id_or_new, tool_arguments
+from strata.client.paging import PageGuard
 from strata.client.sync_agent_files import AgentFileMethods
 from strata.client.sync_archival import ArchivalMethods
 from strata.memory.v1 import memory_service_pb2 as api
@@ -49,11 +50,11 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
 
     def iter_agents(self, *, page_size: int = 0) -> Iterator[pb.Agent]:
         """Every agent of the tenant, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListAgents", self.max_pages)
         while True:
             page = self.list_agents(page_size=page_size, page_token=token)
             yield from page.agents
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Blocks -------------------------------------------------------------------------------------
@@ -120,11 +121,11 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
 
     def iter_blocks(self, *, agent_id: str = "", page_size: int = 0) -> Iterator[pb.Block]:
         """Every block of the agent (or of the tenant), fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListBlocks", self.max_pages)
         while True:
             page = self.list_blocks(agent_id=agent_id, page_size=page_size, page_token=token)
             yield from page.blocks
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Block history ------------------------------------------------------------------------------
@@ -172,13 +173,13 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
         self, *, block_id: str = "", agent_id: str = "", label: str = "", page_size: int = 0
     ) -> Iterator[pb.BlockVersion]:
         """Every version of the block, newest first, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListBlockVersions", self.max_pages)
         while True:
             page = self.list_block_versions(
                 block_id=block_id, agent_id=agent_id, label=label, page_size=page_size, page_token=token
             )
             yield from page.versions
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Conversations and files --------------------------------------------------------------------
@@ -195,11 +196,11 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
 
     def iter_conversations(self, *, agent_id: str, page_size: int = 0) -> Iterator[pb.Conversation]:
         """Every conversation of the agent, fetching page after page."""
-        token = ""
+        token, pages = "", PageGuard("ListConversations", self.max_pages)
         while True:
             page = self.list_conversations(agent_id=agent_id, page_size=page_size, page_token=token)
             yield from page.conversations
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     def attach_file(self, *, agent_id: str, file: pb.File) -> pb.File:
@@ -271,7 +272,7 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
         page_size: int = 0,
     ) -> Iterator[pb.Message]:
         """Every matching message, oldest first, fetching page after page."""
-        token, roles = "", list(roles)
+        token, roles, pages = "", list(roles), PageGuard("ListMessages", self.max_pages)
         while True:
             page = self.list_messages(
                 agent_id=agent_id,
@@ -281,7 +282,7 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
                 page_token=token,
             )
             yield from page.messages
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return
 
     # Rendering and the system prompt ------------------------------------------------------------

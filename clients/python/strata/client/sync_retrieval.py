@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import cached_property
 
+from strata.client.paging import PageGuard
 from strata.client.sync_base import ClientBase
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
@@ -78,9 +79,9 @@ class RetrievalClient(ClientBase):
 
     def iter_document_ids(self, *, filter: rpb.DocumentFilter, page_size: int = 0) -> Iterator[str]:
         """Every id matching ``filter``, following the pages."""
-        token = ""
+        token, pages = "", PageGuard("ListDocumentIds", self.max_pages)
         while True:
             page = self.list_document_ids(filter=filter, page_size=page_size, page_token=token)
             yield from page.ids
-            if not (token := page.next_page_token):
+            if not (token := pages.next(page.next_page_token)):
                 return

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -28,15 +29,14 @@ from strata.memfs.layout import (
     BlockFile,
     Ignored,
     LayoutError,
-    case_collisions,
     parse_block_file,
-    path_for_label,
     read_text,
     scan,
     write_text,
 )
-from strata.memfs.paths import link_on_path, remove_inside
+from strata.memfs.paths import remove_inside
 from strata.memfs.plan import BOOKKEEPING, PROBLEMS, PULLS, PUSHES, Change, Kind, Local, Remote, classify
+from strata.memfs.projection import MAX_BLOCK_BYTES, projectable, remote_blocks, remote_of
 from strata.memfs.report import Outcome, Report, commit_message
 from strata.memfs.state import STATE_PATH, SyncState, load_state, save_state
 from strata.memory.v1 import resources_pb2 as pb
@@ -63,12 +63,20 @@ class MemfsError(Exception):
     """A MemFS command cannot run (e.g. cloning into a folder that is not empty)."""
 
 
-def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenant: str | None) -> Report:
+def clone(
+    client: MemoryClient,
+    agent_id: str,
+    root: Path,
+    *,
+    target: str,
+    tenant: str | None,
+    max_block_bytes: int = MAX_BLOCK_BYTES,
+) -> Report:
     """Create ``root`` as a git repository holding the agent's blocks, with a first commit."""
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise MemfsError(f"{root} exists and is not an empty folder")
-    remotes, ignored = remote_blocks(client, agent_id)
-    labels, colliding = _projectable(root, set(remotes))
+    remotes, ignored, _ = remote_blocks(client, agent_id, max_block_bytes=max_block_bytes)
+    labels, colliding = projectable(root, set(remotes))
     remotes, ignored = {label: remotes[label] for label in labels}, ignored + colliding
     root.mkdir(parents=True, exist_ok=True)
     repo = Repository(root)
@@ -92,10 +100,10 @@ def clone(client: MemoryClient, agent_id: str, root: Path, *, target: str, tenan
     return report
 
 
-def status(client: MemoryClient, root: Path) -> Report:
+def status(client: MemoryClient, root: Path, *, max_block_bytes: int = MAX_BLOCK_BYTES) -> Report:
     """What a pull and a push would do, and what neither can (conflicts, refusals)."""
     state = load_state(root)
-    changes, ignored = sync_plan(client, root, state, prune=False)
+    changes, ignored = sync_plan(client, root, state, prune=False, max_block_bytes=max_block_bytes)
     report = Report("status", state.agent_id, ignored=ignored)
     for change in changes:
         if change.kind in PROBLEMS:
@@ -105,50 +113,35 @@ def status(client: MemoryClient, root: Path) -> Report:
     return report
 
 
-def pull(client: MemoryClient, root: Path) -> Report:
+def pull(client: MemoryClient, root: Path, *, max_block_bytes: int = MAX_BLOCK_BYTES) -> Report:
     """Write the server's changes since the last sync into the folder; local edits are kept."""
     why = "Server changes since the last sync, written to the folder."
-    return _run(("pull", "pulled"), client, root, direction=PULLS, apply=_apply_pull, why=why, prune=False)
+    sync = Sync(direction=PULLS, apply=_apply_pull, why=why, prune=False, max_block_bytes=max_block_bytes)
+    return _run(("pull", "pulled"), client, root, sync)
 
 
-def push(client: MemoryClient, root: Path, *, prune: bool = False) -> Report:
+def push(
+    client: MemoryClient, root: Path, *, prune: bool = False, max_block_bytes: int = MAX_BLOCK_BYTES
+) -> Report:
     """Send local edits to the server, each conditional on the block being unchanged there."""
     why = "Local edits since the last sync, sent to the server."
-    return _run(("push", "pushed"), client, root, direction=PUSHES, apply=_apply_push, why=why, prune=prune)
+    sync = Sync(direction=PUSHES, apply=_apply_push, why=why, prune=prune, max_block_bytes=max_block_bytes)
+    return _run(("push", "pushed"), client, root, sync)
 
 
 def sync_plan(
-    client: MemoryClient, root: Path, state: SyncState, *, prune: bool
+    client: MemoryClient, root: Path, state: SyncState, *, prune: bool, max_block_bytes: int = MAX_BLOCK_BYTES
 ) -> tuple[list[Change], list[Ignored]]:
-    """Every label's change, and the files and server blocks that cannot take part."""
-    remotes, remote_ignored = remote_blocks(client, state.agent_id)
+    """Every label's change, and the files and server blocks that cannot take part
+    (``strata.memfs.projection``: those labels are left out of the plan altogether)."""
+    remotes, remote_ignored, withheld = remote_blocks(client, state.agent_id, max_block_bytes=max_block_bytes)
     locals_, local_ignored = local_files(root)
-    labels, unsafe = _projectable(root, set(state.blocks) | set(remotes) | set(locals_))
+    labels, unsafe = projectable(root, (set(state.blocks) | set(remotes) | set(locals_)) - withheld)
     changes = [
         classify(label, state.blocks.get(label), remotes.get(label), locals_.get(label), prune=prune)
         for label in labels
     ]
     return [_merge_checked(client, root, c) for c in changes], local_ignored + remote_ignored + unsafe
-
-
-def _projectable(root: Path, labels: set[str]) -> tuple[list[str], list[Ignored]]:
-    """The labels a sync may touch, and the others reported: a label whose file or folders differ
-    from another's only by case (one file on macOS and Windows), or whose path goes through a
-    symbolic link (``strata.memfs.paths``). Left out, such a label is neither written, removed,
-    pushed nor detached."""
-    collisions = case_collisions(labels)
-    kept: list[str] = []
-    ignored: list[Ignored] = []
-    for label in sorted(labels):
-        path = path_for_label(label) or label
-        link = None if label in collisions else link_on_path(root, path)
-        if label in collisions:
-            ignored.append(Ignored(path, f"collides by case with {collisions[label]}; rename one"))
-        elif link is not None:
-            ignored.append(Ignored(path, link))
-        else:
-            kept.append(label)
-    return kept, ignored
 
 
 def _merge_checked(client: MemoryClient, root: Path, change: Change) -> Change:
@@ -167,23 +160,6 @@ def _merge_checked(client: MemoryClient, root: Path, change: Change) -> Change:
     return change
 
 
-def remote_blocks(client: MemoryClient, agent_id: str) -> tuple[dict[str, Remote], list[Ignored]]:
-    """The agent's blocks by label; those whose label cannot be a file path are reported instead."""
-    found: dict[str, Remote] = {}
-    ignored: list[Ignored] = []
-    for block in client.iter_blocks(agent_id=agent_id):
-        if path_for_label(block.label) is None:
-            why = (
-                "holds '\\', a folder separator on Windows"
-                if "\\" in block.label
-                else "cannot be a file path"
-            )
-            ignored.append(Ignored(f"server block {block.label!r}", f"its label {why}"))
-            continue
-        found[block.label] = _remote(block)
-    return found, ignored
-
-
 def local_files(root: Path) -> tuple[dict[str, Local], list[Ignored]]:
     """The folder's block files by label, each parsed or with the reason it cannot be."""
     paths, ignored = scan(root)
@@ -200,32 +176,34 @@ def local_files(root: Path) -> tuple[dict[str, Local], list[Ignored]]:
 Apply = Callable[[MemoryClient, Path, SyncState, Change], Outcome]
 
 
-def _run(
-    action: tuple[str, str],
-    client: MemoryClient,
-    root: Path,
-    *,
-    direction: frozenset[Kind],
-    apply: Apply,
-    why: str,
-    prune: bool,
-) -> Report:
+@dataclass(frozen=True, slots=True)
+class Sync:
+    """What one pull or push does: the changes it applies, how, and the commit's reason."""
+
+    direction: frozenset[Kind]
+    apply: Apply
+    why: str
+    prune: bool
+    max_block_bytes: int
+
+
+def _run(action: tuple[str, str], client: MemoryClient, root: Path, sync: Sync) -> Report:
     state = load_state(root)
     hook_problem = Repository(root).install_hook(HOOK_MODULE)  # a `git clone` gets it on first use
-    changes, ignored = sync_plan(client, root, state, prune=prune)
+    changes, ignored = sync_plan(client, root, state, prune=sync.prune, max_block_bytes=sync.max_block_bytes)
     ignored += _hook_ignored(hook_problem)
     report = Report(action[1], state.agent_id, ignored=ignored)
     try:
         for change in changes:
-            if change.kind in direction | BOOKKEEPING:
-                outcome = apply(client, root, state, change)
+            if change.kind in sync.direction | BOOKKEEPING:
+                outcome = sync.apply(client, root, state, change)
                 (report.problems if outcome.change.kind in PROBLEMS else report.applied).append(outcome)
             elif change.kind in PROBLEMS:
                 report.problems.append(_problem(root, change))
             elif change.kind is not Kind.UNCHANGED:
                 report.pending.append(change)
     finally:
-        _commit(root, state, report, action[0], f"{why}\nAgent {state.agent_id} at {state.target}.")
+        _commit(root, state, report, action[0], f"{sync.why}\nAgent {state.agent_id} at {state.target}.")
     return report
 
 
@@ -297,7 +275,7 @@ def _create(client: MemoryClient, agent_id: str, change: Change) -> Remote:
     block = pb.Block(label=change.label, value=file.value, description=file.description)
     if file.limit is not None:
         block.limit = file.limit
-    return _remote(client.create_block(block=block, agent_id=agent_id))
+    return remote_of(client.create_block(block=block, agent_id=agent_id))
 
 
 def _merge(client: MemoryClient, root: Path, state: SyncState, change: Change) -> Outcome:
@@ -339,7 +317,7 @@ def _update(client: MemoryClient, change: Change, *, validate_only: bool = False
         base_etag=change.base.etag if merge and change.base else "",
         validate_only=validate_only,
     )
-    return _remote(updated)
+    return remote_of(updated)
 
 
 def _file(change: Change) -> BlockFile:
@@ -372,19 +350,6 @@ def record(state: SyncState, label: str, remote: Remote | None) -> None:
         state.blocks.pop(label, None)
     else:
         state.blocks[label] = remote.as_base()
-
-
-def _remote(block: pb.Block) -> Remote:
-    return Remote(
-        block_id=block.id,
-        label=block.label,
-        version=block.version,
-        etag=block.etag,
-        description=block.description,
-        limit=block.limit,
-        read_only=block.read_only,
-        value=block.value,
-    )
 
 
 def write_remote(root: Path, path: str, remote: Remote) -> None:

@@ -16,15 +16,15 @@ from strata.client import AdminClient, AsyncMemoryClient
 from strata.mcp.server import McpOptions, http_app
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
-from tests.client.conftest import LoopThread, retrieval_target, server_loop  # noqa: F401  (fixtures)
-from tests.mcp.sessions import HttpServer, Open, Tenant, opener
+from tests.client.conftest import retrieval_target, server_loop  # noqa: F401  (fixtures)
+from tests.mcp.sessions import HttpServer, LoopRunner, Open, Tenant, opener
 from tests.memory_process import free_port
 from tests.security.conftest import ADMIN_KEY
 
 
 @pytest.fixture(scope="session")
 def memory_target(
-    server_loop: LoopThread,  # noqa: F811  (the fixture imported above)
+    server_loop: LoopRunner,  # noqa: F811  (the fixture imported above)
     retrieval_target: str,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
@@ -77,7 +77,7 @@ async def grpc_client(memory_target: str, tenant: Tenant) -> AsyncIterator[Async
 
 
 @pytest.fixture(scope="session")
-def mcp_http(server_loop: LoopThread, memory_target: str) -> Iterator[HttpServer]:  # noqa: F811
+def mcp_http(server_loop: LoopRunner, memory_target: str) -> Iterator[HttpServer]:  # noqa: F811
     """``strata mcp --transport http`` (per-call agents) on a free loopback port."""
     port = free_port()
     app, pool = http_app(McpOptions(target=memory_target, timeout=10), host="127.0.0.1", port=port)

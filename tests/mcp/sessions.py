@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import httpx2
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+T = TypeVar("T")
+
+
+class LoopRunner(Protocol):
+    """The shared servers' background event loop (``server_loop``): runs a coroutine there."""
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = ...) -> T: ...
 
 
 @dataclass(frozen=True)

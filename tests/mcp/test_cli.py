@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 from bench.mcp.sessions import wait_listening
 from strata.client import AsyncMemoryClient
 from strata.mcp.server import transport_security
-from tests.mcp.sessions import STRATA, Tenant, http_session
+from strata_memory.config import MemorySettings
+from strata_memory.main import start_memory_server
+from tests.mcp.sessions import STRATA, LoopRunner, Tenant, http_session
 from tests.memory_process import free_port
 
 
@@ -53,3 +59,34 @@ def test_loopback_names_are_accepted_and_others_only_when_allowed() -> None:
     assert remote.allowed_origins[-1] == "https://agents.example.com"
     assert "https://agents.example.com" not in remote.allowed_hosts
     assert "mcp.example.com" not in remote.allowed_origins
+
+
+@pytest.fixture
+def keyless_memory_target(server_loop: LoopRunner, retrieval_target: str, tmp_path: Path) -> Iterator[str]:
+    """A MemoryService without API keys (every call acts as the tenant it names)."""
+    settings = MemorySettings(
+        address="127.0.0.1:0",
+        database_url=f"sqlite:///{tmp_path}/memory.sqlite3",
+        retrieval_address=retrieval_target,
+        log_json=False,
+    )
+    server = server_loop.run(start_memory_server(settings))
+    yield server.address
+    server_loop.run(server.stop(0))
+
+
+def test_http_refuses_to_serve_a_memory_service_that_checks_no_keys(keyless_memory_target: str) -> None:
+    command = [
+        STRATA,
+        "--target",
+        keyless_memory_target,
+        "mcp",
+        "--transport",
+        "http",
+        "--port",
+        str(free_port()),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert "accepted a made-up API key" in done.stderr
+    assert "every caller would share one tenant" in done.stderr

@@ -15,7 +15,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.domain.agent_files.fields import iso_time
 from tests.memory.domain.agent_files.hostile import BASE, VARIANTS, Variant
-from tests.memory.domain.agent_files.shared_files import SHARED, encoded, raw_document
+from tests.memory.domain.agent_files.shared_files import SHARED, encoded, file_bytes, raw_document, with_files
 from tests.memory.integration.conftest import Stub, expect_error
 
 ROLES = {pb.MESSAGE_ROLE_SYSTEM: "system", pb.MESSAGE_ROLE_USER: "user"}
@@ -49,7 +49,7 @@ def text_of(content: Any) -> str:
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: p.name)
 async def test_every_shared_file_is_stored_as_the_file_holds_it(stub: Stub, path: Path) -> None:
     document = raw_document(path)
-    imported = await import_file(stub, path.read_bytes())
+    imported = await import_file(stub, file_bytes(path))
     ids = dict(imported.report.ids)
     blocks = {b["id"]: b for b in document["blocks"]}
     assert [a.name for a in imported.agents] == [a["name"] for a in document["agents"]]
@@ -85,7 +85,7 @@ async def _messages_match(stub: Stub, agent_id: str, raw: list[dict[str, Any]]) 
 
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: p.name)
 async def test_export_import_export_gives_the_same_file(stub: Stub, path: Path) -> None:
-    first = await import_file(stub, path.read_bytes())
+    first = await import_file(stub, file_bytes(path))
     exported = await stub.ExportAgentFile(
         api.ExportAgentFileRequest(agent_id=first.agents[-1].id, with_messages=True)
     )
@@ -95,7 +95,8 @@ async def test_export_import_export_gives_the_same_file(stub: Stub, path: Path) 
         api.ExportAgentFileRequest(agent_id=again.agents[0].id, with_messages=True)
     )
     one, two = json.loads(exported.agent_file), json.loads(exported_again.agent_file)
-    assert one.pop("created_at") and two.pop("created_at")  # the time of each export
+    assert one.pop("created_at")  # the time of each export
+    assert two.pop("created_at")
     assert one == two
     original = raw_document(path)
 
@@ -104,6 +105,24 @@ async def test_export_import_export_gives_the_same_file(stub: Stub, path: Path) 
 
     assert blocks(one) == blocks(original)
     assert one["tools"] == original["tools"]
+
+
+async def test_attached_files_become_the_agents_files_and_export_as_they_were(stub: Stub) -> None:
+    document = with_files(raw_document(next(p for p in SHARED if p.name == "loop.af")))
+    imported = await import_file(stub, encoded(document))
+    listed = await stub.ListFiles(api.ListFilesRequest(agent_id=imported.agents[0].id))
+    contents = {f["id"]: f["content"] for f in document["files"]}
+    links = document["agents"][0]["files_agents"]
+    assert sorted((f.directory, f.name, f.content, f.is_open) for f in listed.files) == sorted(
+        ("handbook", link["file_name"], contents[link["file_id"]], link["is_open"]) for link in links
+    )
+    prompt = await stub.GetSystemPrompt(api.GetSystemPromptRequest(agent_id=imported.agents[0].id))
+    assert contents["file-0"] in prompt.text  # the open file is in the compiled prompt
+    exported = json.loads(
+        (await stub.ExportAgentFile(api.ExportAgentFileRequest(agent_id=imported.agents[0].id))).agent_file
+    )
+    assert (exported["files"], exported["sources"]) == (document["files"], document["sources"])
+    assert exported["agents"][0]["files_agents"] == links
 
 
 async def test_an_export_without_messages_leaves_them_out(stub: Stub) -> None:

@@ -27,6 +27,7 @@ from strata_memory.operations.prompts import Prompts
 from strata_memory.store import agent_files as residue_rows
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
+from strata_memory.store import files as file_rows
 from strata_memory.store import index_jobs
 from strata_memory.store import messages as message_rows
 from strata_memory.store.agent_files import Residue
@@ -35,6 +36,7 @@ from strata_memory.store.records import (
     DEFAULT_CONVERSATION,
     AgentRecord,
     BlockRecord,
+    FileRecord,
     MessageRecord,
     Page,
     ToolCallRecord,
@@ -105,6 +107,8 @@ class AgentFiles:
             agent_rows.insert_agent(conn, agent)
             for file_id in planned.block_file_ids:
                 block_rows.attach(conn, agent.id, stored_blocks[file_id].block)
+            for file in planned.files:
+                file_rows.insert_file(conn, _file_record(tenant_id, agent.id, file))
             if messages:
                 first = agent_rows.reserve_sequences_of(conn, tenant_id, agent.id, len(messages))
                 message_ids += [m.id for m in message_rows.append(conn, messages, first=first)]
@@ -206,6 +210,22 @@ def _message_record(tenant_id: str, agent_id: str, planned: af.PlannedMessage, s
         tool_calls=tuple(ToolCallRecord(c.id, c.name, c.arguments) for c in planned.tool_calls),
         tool_call_id=planned.tool_call_id,
         created_us=planned.created_us or stamp,
+    )
+
+
+def _file_record(tenant_id: str, agent_id: str, file: af.PlannedFile) -> FileRecord:
+    return FileRecord(
+        id=new_id("file"),
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        directory=file.directory,
+        name=file.name,
+        content=file.content,
+        description="",
+        limit=file.limit,
+        is_open=file.is_open,
+        created_us=0,
+        updated_us=0,
     )
 
 

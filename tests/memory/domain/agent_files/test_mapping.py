@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from strata_memory.domain import agent_files as af
-from tests.memory.domain.agent_files.shared_files import SHARED, raw_document
+from strata_serving.errors import InvalidArgument
+from tests.memory.domain.agent_files.shared_files import SHARED, raw_document, with_files
 
 LIMIT = 7 * 1024 * 1024
 
@@ -79,3 +80,24 @@ def test_secrets_are_emptied_and_reported() -> None:
     assert plan.document["mcp_servers"][0]["token"] == ""
     assert "sk-live-123" not in repr(plan)
     assert "t0ken" not in repr(plan)
+
+
+def test_an_agents_attached_files_become_strata_files() -> None:
+    document = with_files(raw_document(next(p for p in SHARED if p.name == "loop.af")))
+    planned = af.plan_import(document).agents[0]
+    files = {f["id"]: f for f in document["files"]}
+    assert [(p.directory, p.name, p.content, p.is_open) for p in planned.files] == [
+        ("handbook", link["file_name"], files[link["file_id"]]["content"], link["is_open"])
+        for link in document["agents"][0]["files_agents"]
+    ]
+    assert {p.limit for p in planned.files} == {document["agents"][0]["per_file_view_window_char_limit"]}
+
+
+def test_one_file_attached_twice_under_one_name_is_refused() -> None:
+    document = with_files(raw_document(next(p for p in SHARED if p.name == "loop.af")))
+    links = document["agents"][0]["files_agents"]
+    links.append(dict(links[0], id="file_agent-9"))
+    with pytest.raises(
+        InvalidArgument, match=r"agents\[0\].files_agents\[2\]: file 'onboarding.md' in 'handbook'"
+    ):
+        af.plan_import(document)

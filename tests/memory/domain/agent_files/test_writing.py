@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from strata_memory.domain import agent_files as af
-from tests.memory.domain.agent_files.shared_files import SHARED, encoded, raw_document
+from tests.memory.domain.agent_files.shared_files import SHARED, encoded, raw_document, with_files
 
 LIMIT = 7 * 1024 * 1024
 CREATED_US = 1_700_000_000_000_000
@@ -92,6 +92,15 @@ def test_a_written_file_holds_the_same_agents_blocks_and_messages(path: Path) ->
 def test_writing_what_a_written_file_plans_gives_the_same_file(path: Path) -> None:
     once = round_trip(raw_document(path))
     assert round_trip(once) == once
+
+
+def test_attached_files_are_written_back_as_they_were() -> None:
+    original = with_files(raw_document(next(p for p in SHARED if p.name == "loop.af")))
+    written = round_trip(original)
+    for key in ("files", "sources"):
+        assert written[key] == original[key]
+    assert written["agents"][0]["files_agents"] == original["agents"][0]["files_agents"]  # agent-0 both
+    assert round_trip(written) == written
 
 
 def test_ids_are_renamed_consistently_and_a_group_follows() -> None:

@@ -5,6 +5,7 @@ an :class:`ImportPlan` (what to create, what to keep verbatim, what to report), 
 Strata's state plus what was kept back into a document. docs/agent-files.md has the mapping table.
 """
 
+from .files import PlannedFile
 from .mapping import (
     ImportPlan,
     PlannedAgent,
@@ -26,6 +27,7 @@ __all__ = [
     "ImportPlan",
     "PlannedAgent",
     "PlannedBlock",
+    "PlannedFile",
     "PlannedMessage",
     "PlannedToolCall",
     "Report",

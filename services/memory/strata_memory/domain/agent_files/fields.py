@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -97,3 +98,11 @@ def iso_time(us: int) -> str:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def reframed(check: Callable[[], object], path: str) -> None:
+    """Run a domain check, its refusal re-worded to name ``path`` inside the file."""
+    try:
+        check()
+    except InvalidArgument as exc:
+        raise refuse(path, str(exc).split(": ", 1)[-1]) from exc

@@ -20,13 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from strata_serving.errors import InvalidArgument
-
 from ..budgets import validate_label, validate_limit
 from ..model import DEFAULT_BLOCK_LIMIT, Block
 from ..newlines import block_with_lf, normalise_newlines
 from ..prompt import zone
 from . import fields as f
+from .files import PlannedFile, plan_files
 from .messages import PlannedMessage, PlannedToolCall, plan_message
 from .references import check_references
 from .secrets import scrub
@@ -34,7 +33,15 @@ from .secrets import scrub
 AGENT_MAPPED = ("id", "name", "system", "timezone", "block_ids", "messages")
 BLOCK_MAPPED = ("id", "label", "value", "limit", "description", "read_only", "metadata")
 
-__all__ = ["ImportPlan", "PlannedAgent", "PlannedBlock", "PlannedMessage", "PlannedToolCall", "Report"]
+__all__ = [
+    "ImportPlan",
+    "PlannedAgent",
+    "PlannedBlock",
+    "PlannedFile",
+    "PlannedMessage",
+    "PlannedToolCall",
+    "Report",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,7 @@ class PlannedAgent:
     block_file_ids: tuple[str, ...]
     messages: tuple[PlannedMessage, ...]
     residue: dict[str, Any]
+    files: tuple[PlannedFile, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +93,7 @@ def plan_import(document: Mapping[str, Any]) -> ImportPlan:
         raise f.refuse("agents", "the file holds no agent")
     blocks = [_plan_block(raw, f"blocks[{i}]") for i, raw in enumerate(f.items(dict(document), "blocks", ""))]
     by_id = _unique({b.file_id: b for b in blocks}, [b.file_id for b in blocks], "blocks")
-    agents = [_plan_agent(raw, f"agents[{i}]", by_id) for i, raw in enumerate(raw_agents)]
+    agents = [_plan_agent(raw, f"agents[{i}]", by_id, document) for i, raw in enumerate(raw_agents)]
     _unique({a.file_id: a for a in agents}, [a.file_id for a in agents], "agents")
     message_ids = [m.file_id for a in agents for m in a.messages]
     _unique(dict.fromkeys(message_ids), message_ids, "messages")
@@ -122,8 +130,8 @@ def _plan_block(raw: Any, path: str) -> PlannedBlock:
             metadata=dict(metadata) if plain and isinstance(metadata, dict) else {},
         )
     )
-    _reframed(lambda: validate_label(block.label, field="label"), f"{path}.label")
-    _reframed(lambda: validate_limit(block.limit), f"{path}.limit")
+    f.reframed(lambda: validate_label(block.label, field="label"), f"{path}.label")
+    f.reframed(lambda: validate_limit(block.limit), f"{path}.limit")
     if len(block.value) > block.limit:
         raise f.refuse(
             f"{path}.value", f"is {len(block.value)} characters, longer than its limit of {block.limit}"
@@ -134,10 +142,12 @@ def _plan_block(raw: Any, path: str) -> PlannedBlock:
     return PlannedBlock(f.required_text(item, "id", path), block, residue)
 
 
-def _plan_agent(raw: Any, path: str, blocks: Mapping[str, PlannedBlock]) -> PlannedAgent:
+def _plan_agent(
+    raw: Any, path: str, blocks: Mapping[str, PlannedBlock], document: Mapping[str, Any]
+) -> PlannedAgent:
     agent = f.obj(raw, path)
     timezone = f.text(agent, "timezone", path, default="UTC")
-    _reframed(lambda: zone(timezone), f"{path}.timezone")
+    f.reframed(lambda: zone(timezone), f"{path}.timezone")
     block_ids = f.ids(agent, "block_ids", path)
     labels: dict[str, int] = {}
     for i, block_id in enumerate(block_ids):
@@ -160,16 +170,8 @@ def _plan_agent(raw: Any, path: str, blocks: Mapping[str, PlannedBlock]) -> Plan
         block_file_ids=tuple(block_ids),
         messages=messages,
         residue={k: (None if k in AGENT_MAPPED else copy.deepcopy(v)) for k, v in agent.items()},
+        files=plan_files(agent, path, document),
     )
-
-
-def _reframed(check: Any, path: str) -> None:
-    """Run a domain check, its refusal re-worded to name ``path`` inside the file."""
-    try:
-        check()
-    except InvalidArgument as exc:
-        problem = str(exc).split(": ", 1)[-1]
-        raise f.refuse(path, problem) from exc
 
 
 def _unique(by_id: dict[str, Any], ids: list[str], path: str) -> dict[str, Any]:

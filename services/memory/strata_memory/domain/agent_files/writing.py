@@ -101,6 +101,9 @@ def _agent(agent: ExportedAgent, index: int, names: _Names) -> dict[str, Any]:
         out["in_context_message_ids"] = names.renamed_all(out["in_context_message_ids"])
     elif agent.residue is None:
         out["in_context_message_ids"] = [names.messages[m.strata_id] for m in agent.messages]
+    for link in out.get("files_agents") or []:
+        if isinstance(link, dict) and "agent_id" in link:
+            link["agent_id"] = own
     filled = {
         "id": own,
         "name": agent.name,

@@ -265,3 +265,31 @@ def test_create_attach_and_detach_blocks_with_shared_markers(
     expect(page.locator(f"#block-{shared.id}")).to_have_count(0)
     assert shared.id not in [b.id for b in api.list_blocks(agent_id=agent_id).blocks]
     assert shared.id in [b.id for b in api.list_blocks(agent_id=other.id).blocks]
+
+
+def tab_to(page: Page, name: str, presses: int = 60) -> None:
+    """Press Tab until the focused element's accessible label or text is ``name``."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(
+            "() => { const e = document.activeElement;"
+            " return (e.labels && e.labels[0] ? e.labels[0].textContent : e.textContent || '').trim(); }"
+        )
+        if focused == name:
+            return
+    raise AssertionError(f"{name!r} is not reachable with Tab")
+
+
+def test_a_block_can_be_edited_with_the_keyboard_alone(
+    page: Page, open_console: ConsoleServer, api: MemoryClient
+) -> None:
+    agent_id = new_agent(page, open_console, "keys")
+    page.goto(page.url)
+    tab_to(page, "Skip to content", presses=1)  # the first stop skips the navigation
+    page.keyboard.press("Enter")
+    tab_to(page, "Value of human")
+    page.keyboard.type("Typed without a mouse.")
+    tab_to(page, "Save human")
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Value of human")).to_have_value("Typed without a mouse.")
+    assert api.get_block(agent_id=agent_id, label="human").value == "Typed without a mouse."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from strata.console.formatting import at_most, budget_level, budget_percent, line_diff, parse_day
+from strata.console.sessions import TOKENS_KEPT, SessionStore
 from strata.console.settings import ConsoleSettings
 from strata.console.views.operations import replicas
 
@@ -71,3 +72,28 @@ def test_dates_are_days_and_bad_ones_say_how_to_write_them() -> None:
 def test_replicas_of_a_target() -> None:
     assert replicas("ipv4:127.0.0.1:1,127.0.0.1:2") == ["127.0.0.1:1", "127.0.0.1:2"]
     assert replicas("localhost:50051") == ["localhost:50051"]
+
+
+def test_form_tokens_are_one_time_and_only_the_sessions_own() -> None:
+    store = SessionStore(ttl_seconds=60)
+    mine, other = store.open(None), store.open(None)
+    token = mine.issue_token()
+    assert not other.consume_token(token)
+    assert mine.consume_token(token)
+    assert not mine.consume_token(token)  # replayed
+    assert not mine.consume_token("")
+    first = mine.issue_token()
+    for _ in range(TOKENS_KEPT):
+        mine.issue_token()
+    assert not mine.consume_token(first)  # lapsed: older than the last TOKENS_KEPT pages
+
+
+def test_sessions_expire_and_anonymous_ones_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SessionStore(ttl_seconds=0.0)
+    expired = store.open(None)
+    assert store.get(expired.id) is None
+    assert store.get(None) is None
+    monkeypatch.setattr("strata.console.sessions.MAX_SESSIONS", 3)
+    store = SessionStore(ttl_seconds=60)
+    opened = [store.open(None) for _ in range(5)]
+    assert [store.get(s.id) is not None for s in opened] == [False, False, True, True, True]

@@ -23,6 +23,8 @@ from strata.client import AsyncAdminClient, AsyncMemoryClient
 COOKIE = "strata_console"
 TOKENS_KEPT = 64
 """Form tokens a session keeps open at once (pages rendered and not yet submitted); older ones lapse."""
+MAX_SESSIONS = 10_000
+"""Sessions kept at once; beyond it the oldest ones that hold no key (auth off, before sign-in) go first."""
 
 
 @dataclass
@@ -80,8 +82,15 @@ class SessionStore:
         return found
 
     def open(self, tenant: str | None) -> Session:
-        """A new session; the caller attaches its clients."""
-        session = Session(secrets.token_urlsafe(32), tenant, time.monotonic() + self._ttl)
+        """A new session; the caller attaches its clients. Drops expired and, over MAX_SESSIONS, the
+        oldest sessions that hold no clients (so anonymous visits cannot grow the store without bound)."""
+        now = time.monotonic()
+        keyless = [s for s in self._sessions.values() if s.memory is None and s.admin is None]
+        excess = len(self._sessions) + 1 - MAX_SESSIONS
+        for index, session in enumerate(keyless):
+            if session.expires < now or index < excess:
+                del self._sessions[session.id]
+        session = Session(secrets.token_urlsafe(32), tenant, now + self._ttl)
         self._sessions[session.id] = session
         return session
 

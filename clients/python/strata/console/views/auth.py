@@ -60,6 +60,7 @@ async def signin(request: Request) -> Response:
     if admin is not None:
         go = "/operations"
     await console.sessions.end(old)
+    await console.sessions.sweep()
     session = console.sessions.open(None)
     session.memory, session.admin, session.signed_in = memory, admin, True
     session.tenant = "admin" if admin is not None else await _tenant_name(session)

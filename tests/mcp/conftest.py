@@ -13,7 +13,8 @@ import pytest
 import uvicorn
 
 from strata.client import AdminClient, AsyncMemoryClient
-from strata.mcp.server import McpOptions, http_app
+from strata.mcp.options import McpOptions
+from strata.mcp.server import http_app
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
 from tests.client.conftest import retrieval_target, server_loop  # noqa: F401  (fixtures)

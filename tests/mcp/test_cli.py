@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,3 +91,19 @@ def test_http_refuses_to_serve_a_memory_service_that_checks_no_keys(keyless_memo
     assert done.returncode == 1
     assert "accepted a made-up API key" in done.stderr
     assert "every caller would share one tenant" in done.stderr
+
+
+def test_the_cli_works_without_the_mcp_and_anthropic_sdks() -> None:
+    """A client installed without the ``mcp`` extra keeps every other command; ``strata mcp`` is listed."""
+    script = (
+        "import sys\n"
+        "for name in ('mcp', 'mcp_types', 'uvicorn', 'starlette', 'anthropic'):\n"
+        "    sys.modules[name] = None  # importing it now raises ImportError\n"
+        "from strata.cli.main import main\n"
+        "main(['--help'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "mcp" in done.stdout

@@ -18,7 +18,7 @@ from strata.cli.commands import Subparsers, command
 from strata.cli.output import Printer
 from strata.client import MemoryClient
 from strata.client.arguments import API_KEY_ENV
-from strata.mcp.server import MAX_REQUEST_BYTES, KeysNotChecked, McpOptions, serve_http, serve_stdio
+from strata.mcp.options import MAX_REQUEST_BYTES, McpOptions
 
 DEFAULT_PORT = 8765
 EXIT_REFUSED = 1
@@ -53,6 +53,8 @@ def register(subparsers: Subparsers) -> None:
 def _run(client: MemoryClient, args: argparse.Namespace, printer: Printer) -> int:
     """Serve until the host disconnects (stdio) or Ctrl-C (HTTP); exit 1 if HTTP would serve a
     MemoryService that checks no keys."""
+    from strata.mcp.server import KeysNotChecked, serve_http, serve_stdio
+
     options = McpOptions(
         target=args.target,
         agent=args.agent,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -27,31 +26,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from strata.client import DEFAULT_TIMEOUT, AsyncMemoryClient, StrataClientError
+from strata.client import AsyncMemoryClient, StrataClientError
 from strata.mcp import resources, tools
 from strata.mcp.access import BearerGate, ClientPool, request_key
+from strata.mcp.options import MAX_REQUEST_BYTES, McpOptions
 
-MAX_REQUEST_BYTES = 8 * 1024 * 1024
-"""MemoryService's default request limit (``memory.request_bytes`` in docs/security.md)."""
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 MCP_PATH = "/mcp"
-
-
-@dataclass(frozen=True)
-class McpOptions:
-    """What a ``strata mcp`` server serves and how it reaches MemoryService.
-
-    ``agent``: the one agent every call uses ("" lets each call choose with ``agent_id``).
-    ``api_key``: the key of stdio calls (HTTP calls bring their own). ``tenant``: sent as
-    ``x-strata-tenant`` over stdio, for a MemoryService without keys.
-    """
-
-    target: str
-    agent: str = ""
-    api_key: str | None = None
-    tenant: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    client_options: Sequence[tuple[str, Any]] = field(default_factory=tuple)
 
 
 class Handlers:

@@ -10,8 +10,10 @@ and lets the calls in flight finish within the grace period.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -34,6 +36,22 @@ Registrar = Callable[[grpc.aio.Server], None]
 
 class PortInUse(RuntimeError):
     """The server's port is taken by another process and sharing it was not asked for."""
+
+
+def port_in_use(address: str) -> bool:
+    """Whether another socket holds ``address``'s port (a plain bind fails with EADDRINUSE)."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"  # noqa: S104 - only a probe, closed at once
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0]
+    except (OSError, ValueError):
+        return False
+    with socket.socket(family, kind, proto) as probe:
+        try:
+            probe.bind(where)
+        except OSError as error:
+            return error.errno == errno.EADDRINUSE
+    return False
 
 
 def channel_options(settings: ServingSettings) -> list[tuple[str, Any]]:
@@ -108,11 +126,16 @@ class GrpcServer:
         self._stopped = asyncio.Event()
 
     def _bind(self, address: str, tls: ServerTls | None, prefix: str) -> int:
+        """Listen on ``address``; a TLS file problem is a ``TlsConfigError`` (checked first), and
+        "port in use" is said only when a socket cannot bind the port either."""
+        credentials = tls.credentials() if tls is not None else None
         try:
-            if tls is None:
+            if credentials is None:
                 return self.server.add_insecure_port(address)
-            return self.server.add_secure_port(address, tls.credentials())
+            return self.server.add_secure_port(address, credentials)
         except RuntimeError as failure:
+            if not port_in_use(address):
+                raise RuntimeError(f"cannot listen on {address}: gRPC refused the address") from failure
             reuse = f"{prefix}REUSE_PORT"
             raise PortInUse(
                 f"cannot listen on {address}: the port is already in use (another Strata instance, or a "

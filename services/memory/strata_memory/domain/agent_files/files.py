@@ -31,8 +31,7 @@ class PlannedFile:
 
 def plan_files(agent: Mapping[str, Any], path: str, document: Mapping[str, Any]) -> tuple[PlannedFile, ...]:
     """The Strata files of one agent (references already checked by ``references``)."""
-    files = {item["id"]: item for item in f.items(dict(document), "files", "") if isinstance(item, dict)}
-    sources = {item["id"]: item for item in f.items(dict(document), "sources", "") if isinstance(item, dict)}
+    files, sources = _by_id(document, "files"), _by_id(document, "sources")
     limit = f.whole(dict(agent), "per_file_view_window_char_limit", path) or DEFAULT_FILE_LIMIT
     planned: dict[tuple[str, str], int] = {}
     out = []
@@ -53,3 +52,11 @@ def plan_files(agent: Mapping[str, Any], path: str, document: Mapping[str, Any])
         content = normalise_newlines(f.text(file, "content", "files"))
         out.append(PlannedFile(directory, name, content, limit, bool(link.get("is_open", True))))
     return tuple(out)
+
+
+def _by_id(document: Mapping[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    """The items of ``document[key]`` by id (malformed ones are refused later, by ``references``)."""
+    items = document.get(key)
+    if not isinstance(items, list):
+        return {}
+    return {i["id"]: i for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)}

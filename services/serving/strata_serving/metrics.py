@@ -16,6 +16,8 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 log = logging.getLogger("strata.metrics")
+LOOPBACK = "127.0.0.1"
+"""Where ``/metrics`` listens when the address names no host."""
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 """Seconds: from a sub-millisecond cached read to a long reindex batch."""
@@ -69,9 +71,13 @@ class MetricsEndpoint:
 
 
 def serve_metrics(registry: CollectorRegistry, address: str) -> MetricsEndpoint:
-    """Serve ``registry`` at ``http://address/metrics`` (``host:0`` picks a free port)."""
+    """Serve ``registry`` at ``http://address/metrics`` (``host:0`` picks a free port).
+
+    Without a host (``":9100"``) only loopback is bound: every interface only when the operator
+    names one (``0.0.0.0:9100``), since ``/metrics`` answers anyone who reaches it."""
     host, _, port = address.rpartition(":")
-    server, thread = start_http_server(int(port), addr=host.strip("[]") or "0.0.0.0", registry=registry)  # noqa: S104
+    host = host.strip("[]") or LOOPBACK
+    server, thread = start_http_server(int(port), addr=host, registry=registry)
     endpoint = MetricsEndpoint(server, thread)
     log.info("metrics on http://%s:%d/metrics", host, endpoint.port)
     return endpoint

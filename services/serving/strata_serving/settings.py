@@ -40,7 +40,8 @@ class ServingSettings(BaseSettings):
     log_json: bool | None = None
     """JSON log lines; unset: JSON unless stderr is a terminal (then a short console form)."""
     metrics_address: str | None = None
-    """host:port of the Prometheus endpoint (``/metrics``); None (the default) serves none."""
+    """host:port of the Prometheus endpoint (``/metrics``); None (the default) serves none, and
+    ``:port`` binds loopback only (name ``0.0.0.0`` to serve every interface)."""
     tracing_exporter: TraceExporter = TraceExporter.NONE
     """none | otlp | console. With none no span is recorded (``traceparent`` is still forwarded)."""
     otlp_endpoint: str | None = None

@@ -2,7 +2,10 @@
 (``strata console``, http://127.0.0.1:8080); stop all on Ctrl-C/SIGTERM.
 
 Each service is its own process (as in production, where each scales on its own); this launcher only
-starts them in order, waits until each reports SERVING, and forwards shutdown signals.
+starts them in order, waits until each reports SERVING, and forwards shutdown signals. It refuses
+to start when either address already answers (naming what answers), points MemoryService at
+``STRATA_RETRIEVAL_ADDRESS`` unless ``STRATA_MEMORY_RETRIEVAL_ADDRESS`` says otherwise, prints one
+"next:" line, and exits non-zero when any process it started dies.
 :class:`Launcher` does that for `make run-cluster` (``scripts/run_cluster.py``) too.
 """
 
@@ -18,6 +21,7 @@ from types import TracebackType
 
 import grpc
 
+from scripts.address_owner import what_answers
 from strata.retrieval.v1 import retrieval_pb2
 from strata_serving.probe import wait_until_serving
 from strata_serving.status import error_info_from
@@ -114,14 +118,51 @@ def console_environment() -> dict[str, str]:
 
 
 def main() -> int:
+    """Refuse to start over a running server; start all; exit non-zero when one of them dies."""
+    addresses = {name: os.environ.get(variable, default) for name, _, variable, default in SERVICES}
+    if taken := [said for address in addresses.values() if (said := what_answers(address))]:
+        for said in taken:
+            print(f"strata: {said}", file=sys.stderr)
+        print(
+            "strata: stop it (Ctrl-C in its terminal), or set STRATA_MEMORY_ADDRESS and "
+            "STRATA_RETRIEVAL_ADDRESS to free ports",
+            file=sys.stderr,
+        )
+        return 1
+    env = os.environ | {
+        "STRATA_MEMORY_RETRIEVAL_ADDRESS": os.environ.get(
+            "STRATA_MEMORY_RETRIEVAL_ADDRESS", addresses["retrieval"]
+        )
+    }
     with Launcher() as launcher:
-        for name, module, variable, default in SERVICES:
-            address = os.environ.get(variable, default)
+        names = {}
+        for name, module, _, _ in SERVICES:
             refusal = retrieval_refusal if name == "retrieval" else None
-            launcher.serving(f"{name} service", address, launcher.spawn(module), refusal)
-        launcher.spawn("strata.console", console_environment())
+            process = launcher.spawn(module, env)
+            names[process.pid] = f"{name} service"
+            launcher.serving(f"{name} service", addresses[name], process, refusal)
+        names[launcher.spawn("strata.console", console_environment()).pid] = "console"
+        print(_next_line(addresses["memory"]), file=sys.stderr, flush=True)
         launcher.serve(lambda: all(p.poll() is None for p in launcher.processes))
+        if dead := [p for p in launcher.processes if p.poll() is not None]:
+            for process in dead:
+                print(
+                    f"strata: {names[process.pid]} exited with code {process.returncode}; "
+                    "stopping the others",
+                    file=sys.stderr,
+                )
+            return 1
     return 0
+
+
+def _next_line(memory_address: str) -> str:
+    target = "" if memory_address == SERVICES[1][3] else f"STRATA_MEMORY_TARGET={memory_address} "
+    host, port = (
+        os.environ.get("STRATA_CONSOLE_HOST", "127.0.0.1"),
+        os.environ.get("STRATA_CONSOLE_PORT", "8080"),
+    )
+    console = f"http://{host}:{port}"
+    return f"next: {target}strata agents list, or open {console}   (Ctrl-C here stops them all)"
 
 
 if __name__ == "__main__":

@@ -43,16 +43,22 @@ class ConsoleServer:
 
 
 @pytest.fixture(scope="session")
+def auth_memory_database(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The store of the MemoryService with API keys on (to inject a fault: a parked index job)."""
+    database: Path = tmp_path_factory.mktemp("console-auth") / "memory.sqlite3"
+    return f"sqlite:///{database}"
+
+
+@pytest.fixture(scope="session")
 def auth_memory_target(
     server_loop: LoopThread,  # noqa: F811
     retrieval_target: str,  # noqa: F811
-    tmp_path_factory: pytest.TempPathFactory,
+    auth_memory_database: str,
 ) -> Iterator[str]:
     """MemoryService with API keys required, indexing into the shared RetrievalService."""
-    database: Path = tmp_path_factory.mktemp("console-auth") / "memory.sqlite3"
     settings = MemorySettings(
         address="127.0.0.1:0",
-        database_url=f"sqlite:///{database}",
+        database_url=auth_memory_database,
         retrieval_address=retrieval_target,
         outbox_max_backoff_seconds=0.5,
         log_json=False,

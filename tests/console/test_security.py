@@ -12,6 +12,9 @@ from playwright.sync_api import APIResponse, BrowserContext, Page, expect
 
 from strata.client import MemoryClient
 from strata.memory.v1 import resources_pb2 as pb
+from strata_memory.store import index_jobs
+from strata_memory.store.database import Database
+from strata_memory.store.records import IndexJob
 from tests.console.browsing import accessible, form_token, screenshot
 from tests.console.conftest import ConsoleServer, tenant_key
 from tests.security.conftest import ADMIN_KEY
@@ -116,6 +119,7 @@ def test_a_tenant_can_neither_read_nor_change_another_tenants_agents(
         assert response is not None
         assert response.status == 404, path
         assert bob.name not in page.content(), path
+    accessible(page)  # the refusal page too
 
     changes: dict[str, dict[str, str]] = {
         f"/blocks/{bob.block.id}": {
@@ -188,7 +192,23 @@ def test_forged_and_replayed_forms_are_refused(
         assert client.get_block(block_id=alice.block.id).value == f"secret of {alice.name}"
 
 
-def test_operations_need_the_admin_key(page: Page, auth_console: ConsoleServer, alice: Tenant) -> None:
+def park_a_job(database_url: str, tenant: str) -> None:
+    """Park an index job of ``tenant`` as the outbox would after RetrievalService refused it (a fault
+    injected through the store: no public call makes delivery give up)."""
+    db = Database(database_url)
+    try:
+        with db.writing() as conn:
+            [job] = index_jobs.enqueue(conn, tenant, index_jobs.UPSERT, ["message-gone"])
+            unclaimed = IndexJob(job, tenant, index_jobs.UPSERT, "message-gone", 0)
+            index_jobs.park(conn, [unclaimed], reason="INVALID_ARGUMENT: refused for the console test")
+    finally:
+        db.close()
+
+
+def test_operations_need_the_admin_key(
+    page: Page, auth_console: ConsoleServer, auth_memory_database: str, alice: Tenant
+) -> None:
+    park_a_job(auth_memory_database, alice.name)
     sign_in(page, auth_console, alice.key)
     response = page.goto(auth_console.url + "/operations")
     assert response is not None
@@ -203,6 +223,8 @@ def test_operations_need_the_admin_key(page: Page, auth_console: ConsoleServer, 
     expect(health.locator("tbody tr")).to_have_count(2)
     expect(health.locator("td.ok")).to_have_count(2)
     expect(page.get_by_role("region", name="Index health per tenant")).to_contain_text(alice.name)
+    parked = page.get_by_role("region", name="Parked index jobs")
+    expect(parked.locator("tbody tr", has_text=alice.name)).to_contain_text("refused for the console test")
     response = page.goto(auth_console.url + f"/agents/{alice.agent.id}")  # the admin key is no tenant
     assert response is not None
     assert response.status == 403
@@ -212,3 +234,6 @@ def test_operations_need_the_admin_key(page: Page, auth_console: ConsoleServer, 
     assert page.locator("#reindex-progress").evaluate("bar => bar.value === bar.max && bar.max > 0")
     accessible(page)
     screenshot(page, "operations")
+    page.reload()
+    page.get_by_role("button", name=f"Retry {alice.name}'s parked jobs").click()
+    expect(page.get_by_role("region", name="Parked index jobs")).not_to_contain_text(alice.name)

@@ -32,9 +32,10 @@ def safe_next(value: str) -> str:
 
 
 async def signin_page(request: Request) -> Response:
-    console = console_of(request)
-    session = current_session(request) or console.sessions.open(None)
-    request.state.new_session = session if current_session(request) is None else None
+    """The sign-in form, in a session of its own (its form token needs one; it holds no key yet)."""
+    session = current_session(request)
+    if session is None:
+        session = request.state.new_session = console_of(request).sessions.open(None)
     return render(
         request, session, "signin.html", next=safe_next(request.query_params.get("next", "")), refusal=None
     )

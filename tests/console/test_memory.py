@@ -167,6 +167,12 @@ def test_budget_and_read_only_refusals_show_the_services_message(
     assert api.get_block(agent_id=agent_id, label="notes").value == "short"  # nothing saved
     accessible(page)
     screenshot(page, "budget-refusal")
+    notes = "#block-" + api.get_block(agent_id=agent_id, label="notes").id
+    expect(page.locator(f"{notes} .budget")).to_have_class(re.compile("budget-ok"))
+    for value, level in (("x" * 16, "budget-warn"), ("x" * 19, "budget-full")):  # 80 %, 95 % of 20
+        save_block(page, "notes", value)
+        expect(page.locator(f"{notes} .budget")).to_have_class(re.compile(level))
+        expect(page.locator(f"{notes} meter")).to_have_attribute("value", str(len(value)))
 
     api.create_block(
         block=pb.Block(label="policy", value="Never share secrets.", read_only=True), agent_id=agent_id

@@ -8,13 +8,10 @@ them. Each test gets a fresh tenant, so tests never see each other's agents or b
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 
@@ -24,27 +21,10 @@ from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
+from tests.servers import LoopThread
 
-T = TypeVar("T")
 Strata = Callable[..., tuple[int, str, str]]
 """Runs the CLI in-process: ``strata(*args)`` -> (exit code, stdout, stderr)."""
-
-
-class LoopThread:
-    """An event loop on a background thread; ``run`` executes a coroutine there from any thread."""
-
-    def __init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="strata-servers", daemon=True)
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 120) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)
-
-    def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
-        self._loop.close()
 
 
 @pytest.fixture(scope="session")

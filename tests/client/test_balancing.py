@@ -17,8 +17,8 @@ from strata.cli.main import main
 from strata.client import AsyncMemoryClient, MemoryClient, StrataClientError
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.main import MemoryServer, start_memory_server
-from tests.client.conftest import LoopThread
 from tests.hermetic import memory_settings
+from tests.servers import LoopThread
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 
 from strata.client import AsyncMemoryClient, MemoryClient
 from strata.memory.v1 import resources_pb2 as pb
-from tests.client.conftest import LoopThread
 from tests.lossy_proxy import LossyProxy
+from tests.servers import LoopThread
 
 USER = pb.MESSAGE_ROLE_USER
 

@@ -6,10 +6,7 @@ It runs on its own event loop in a background thread, because ``run_load`` drive
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,23 +14,7 @@ from strata.client import MemoryClient
 from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
 from tests.hermetic import unreachable_address
-
-T = TypeVar("T")
-
-
-class LoopThread:
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="loadtest-server", daemon=True)
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=60)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=30)
-        self.loop.close()
+from tests.servers import LoopThread
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,8 @@ import pytest
 from strata.cli.main import main
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
-from tests.loadtest.conftest import LoopThread
 from tests.security.certificates import Pki, make_pki
+from tests.servers import LoopThread
 
 KEY = "loadtest-service-key"
 STATS = "strata.retrieval.v1.RetrievalService/Stats"

@@ -35,9 +35,9 @@ from strata_memory.main import MemoryServer, start_memory_server
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
-from tests.client.conftest import LoopThread
 from tests.security.conftest import ADMIN_KEY
 from tests.security.fuzzing import FuzzReport, Pool, call_once, message_strategy
+from tests.servers import LoopThread
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "fuzz-examples"
 FIXED_SEED = 20261203

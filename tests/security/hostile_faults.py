@@ -16,8 +16,9 @@ import grpc
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.security.conftest import AUTH_MEMORY, AUTH_RETRIEVAL, Stack, new_tenant
+from tests.security.conftest import AUTH_MEMORY, AUTH_RETRIEVAL, new_tenant, searchable
 from tests.security.faults import Row
+from tests.servers import ServicePair
 
 
 def _notes(row: Row, text: str) -> None:
@@ -34,7 +35,7 @@ async def poison_message(root: Path, embedder: OnnxSentenceEmbedder) -> Row:
     tenant then writes with wait_searchable."""
     row = Row("poison messages (JSON 3,000 deep, lone surrogate) from one tenant")
     async with (
-        Stack(root, embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as stack,
+        ServicePair(root, embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as stack,
         grpc.aio.insecure_channel(stack.memory_address) as channel,
     ):
         hostile, hostile_key, hostile_agent = await new_tenant(channel, "hostile")
@@ -68,7 +69,7 @@ async def poison_message(root: Path, embedder: OnnxSentenceEmbedder) -> Row:
         except grpc.aio.AioRpcError as error:
             row.refused(error.code())
             row.problems.append(f"the other tenant's wait_searchable failed: {error.code().name}")
-        row.present = await stack.searchable("hostile") + await stack.searchable("quiet")
+        row.present = await searchable(stack, "hostile") + await searchable(stack, "quiet")
         _expect_all_present(row, "acknowledged messages")
     return row
 
@@ -77,7 +78,7 @@ async def cancelled_reindex(root: Path, embedder: OnnxSentenceEmbedder, *, messa
     """A tenant's Reindex is cancelled after four progress messages."""
     row = Row("Reindex cancelled mid-stream")
     async with (
-        Stack(root, embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as stack,
+        ServicePair(root, embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as stack,
         grpc.aio.insecure_channel(stack.memory_address) as channel,
     ):
         stub, key, agent_id = await new_tenant(channel, "tenant")
@@ -97,7 +98,7 @@ async def cancelled_reindex(root: Path, embedder: OnnxSentenceEmbedder, *, messa
                 _notes(row, f"cancelled at {progress.documents_done}/{progress.documents_total}")
                 call.cancel()
                 break
-        row.present = await stack.searchable("tenant")
+        row.present = await searchable(stack, "tenant")
         _expect_all_present(row, "stored messages")
     return row
 
@@ -106,7 +107,7 @@ async def tenant_flood(root: Path, embedder: OnnxSentenceEmbedder, *, noisy: int
     """A tenant appends ``noisy`` messages; another tenant then writes one with wait_searchable."""
     row = Row(f"tenant flood ({noisy:,} messages) beside a quiet tenant")
     async with (
-        Stack(root, embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as stack,
+        ServicePair(root, embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as stack,
         grpc.aio.insecure_channel(stack.memory_address) as channel,
     ):
         loud, loud_key, loud_agent = await new_tenant(channel, "noisy")
@@ -134,7 +135,7 @@ async def tenant_flood(root: Path, embedder: OnnxSentenceEmbedder, *, noisy: int
         )
         row.acknowledged += 1
         waited = time.monotonic() - started
-        backlog_left = noisy - await stack.searchable("noisy")
+        backlog_left = noisy - await searchable(stack, "noisy")
         _notes(row, f"quiet write searchable in {waited:.1f} s with {backlog_left} noisy jobs still queued")
         if backlog_left == 0:
             row.problems.append("the quiet write waited for the whole backlog")
@@ -147,6 +148,6 @@ async def tenant_flood(root: Path, embedder: OnnxSentenceEmbedder, *, noisy: int
             metadata=loud_key,
             timeout=1_200,
         )
-        row.present = await stack.searchable("noisy") - 1 + await stack.searchable("quiet")
+        row.present = await searchable(stack, "noisy") - 1 + await searchable(stack, "quiet")
         _expect_all_present(row, "acknowledged messages")
     return row

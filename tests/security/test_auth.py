@@ -23,13 +23,8 @@ from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_serving.auth import hash_secret, split_key
 from tests.hermetic import memory_settings
 from tests.memory.integration.conftest import expect_error
-from tests.security.conftest import (
-    ADMIN_KEY,
-    SERVICE_KEY,
-    Stack,
-    bearer,
-    create_key,
-)
+from tests.security.conftest import ADMIN_KEY, SERVICE_KEY, bearer, create_key
+from tests.servers import ServicePair
 
 
 def memory_stub(channel: grpc.aio.Channel) -> MemoryStub:
@@ -124,7 +119,7 @@ async def test_admin_rpcs_need_the_admin_key(channel: grpc.aio.Channel) -> None:
 
 
 async def test_revoked_keys_stop_working_and_secrets_are_stored_hashed(
-    stack: Stack, channel: grpc.aio.Channel
+    stack: ServicePair, channel: grpc.aio.Channel
 ) -> None:
     stub, admins = memory_stub(channel), admin_stub(channel)
     token = await create_key(channel, "acme")
@@ -166,7 +161,7 @@ async def test_create_api_key_validates_the_tenant(channel: grpc.aio.Channel) ->
         )
 
 
-async def test_health_and_reflection_need_no_key(stack: Stack) -> None:
+async def test_health_and_reflection_need_no_key(stack: ServicePair) -> None:
     for address in (stack.memory_address, stack.retrieval_address):
         async with grpc.aio.insecure_channel(address) as channel:
             health = health_pb2_grpc.HealthStub(channel)
@@ -175,7 +170,7 @@ async def test_health_and_reflection_need_no_key(stack: Stack) -> None:
 
 
 async def test_retrieval_serves_only_the_service_key_and_needs_a_tenant(
-    stack: Stack, channel: grpc.aio.Channel
+    stack: ServicePair, channel: grpc.aio.Channel
 ) -> None:
     tenant_key = await create_key(channel, "acme")
     search = rpb.SearchRequest(
@@ -236,7 +231,7 @@ async def test_search_goes_through_retrieval_as_the_service_scoped_to_the_tenant
     )
 
 
-async def test_a_wrong_service_key_makes_search_unavailable_with_a_clear_message(stack: Stack) -> None:
+async def test_a_wrong_service_key_makes_search_unavailable_with_a_clear_message(stack: ServicePair) -> None:
     await stack.stop_memory()
     await stack.start_memory(retrieval_api_key="not-the-service-key-at-all")
     async with grpc.aio.insecure_channel(stack.memory_address) as channel:
@@ -259,7 +254,7 @@ async def test_a_wrong_service_key_makes_search_unavailable_with_a_clear_message
 
 
 async def test_the_client_sends_the_api_key_from_its_argument_or_the_environment(
-    stack: Stack, channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+    stack: ServicePair, channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     token = await create_key(channel, "acme")
     async with AsyncMemoryClient(stack.memory_address, api_key=token) as client:

@@ -14,7 +14,8 @@ import pytest
 
 from strata.cli.main import main
 from tests.security.certificates import Pki
-from tests.security.conftest import ADMIN_KEY, Stack, create_key
+from tests.security.conftest import ADMIN_KEY, create_key
+from tests.servers import ServicePair
 
 
 async def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
@@ -30,7 +31,7 @@ async def run_cli(argv: Sequence[str]) -> tuple[int, str, str]:
 
 
 async def test_cli_uses_the_api_key_flag_or_environment(
-    stack: Stack, channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
+    stack: ServicePair, channel: grpc.aio.Channel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("STRATA_API_KEY", raising=False)
     token = await create_key(channel, "acme")
@@ -61,7 +62,7 @@ async def test_cli_reports_unusable_tls_files_as_usage_errors(tmp_path: Path, pk
     assert "key" in err
 
 
-async def test_cli_admin_commands_mint_list_and_revoke_keys(stack: Stack) -> None:
+async def test_cli_admin_commands_mint_list_and_revoke_keys(stack: ServicePair) -> None:
     target = ["--target", stack.memory_address]
     admin = [*target, "--api-key", ADMIN_KEY]
     code, out, err = await run_cli(

@@ -9,12 +9,13 @@ import grpc
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from strata_memory.store.records import IndexJob
-from tests.security.conftest import ADMIN_KEY, Stack, create_key
+from tests.security.conftest import ADMIN_KEY, create_key
 from tests.security.test_cli_auth import run_cli
+from tests.servers import ServicePair
 
 
 async def test_parked_jobs_are_listed_and_retried_by_the_admin_only(
-    stack: Stack, channel: grpc.aio.Channel
+    stack: ServicePair, channel: grpc.aio.Channel
 ) -> None:
     db = Database(
         f"sqlite:///{stack.root}/memory.sqlite3"

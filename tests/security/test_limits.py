@@ -24,7 +24,7 @@ from strata_serving.status import error_info_from
 from tests.memory.integration.conftest import expect_error
 from tests.memory_process import free_port
 from tests.security import faults
-from tests.security.conftest import Stack
+from tests.servers import ServicePair
 
 CREATE_PASSAGES = "/strata.memory.v1.MemoryService/CreatePassages"
 TENANT_A = (("x-strata-tenant", "tenant-a"),)
@@ -32,8 +32,8 @@ TENANT_B = (("x-strata-tenant", "tenant-b"),)
 
 
 @pytest.fixture
-async def limited(tmp_path: Path, security_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
-    running = Stack(
+async def limited(tmp_path: Path, security_embedder: OnnxSentenceEmbedder) -> AsyncIterator[ServicePair]:
+    running = ServicePair(
         tmp_path,
         security_embedder,
         retrieval_settings={"max_message_bytes": 256 * 1024},
@@ -44,7 +44,7 @@ async def limited(tmp_path: Path, security_embedder: OnnxSentenceEmbedder) -> As
     await running.stop()
 
 
-async def test_requests_over_the_size_limit_are_resource_exhausted(limited: Stack) -> None:
+async def test_requests_over_the_size_limit_are_resource_exhausted(limited: ServicePair) -> None:
     async with grpc.aio.insecure_channel(limited.memory_address) as channel:
         stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
         agent = await stub.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="big")))
@@ -64,7 +64,9 @@ async def test_requests_over_the_size_limit_are_resource_exhausted(limited: Stac
         )
 
 
-async def test_a_tenant_over_its_search_limit_is_refused_while_others_are_served(limited: Stack) -> None:
+async def test_a_tenant_over_its_search_limit_is_refused_while_others_are_served(
+    limited: ServicePair,
+) -> None:
     async with grpc.aio.insecure_channel(limited.memory_address) as channel:
         stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
         agents = {}

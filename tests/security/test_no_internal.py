@@ -23,7 +23,7 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.memory.integration.conftest import expect_error
-from tests.security.conftest import Stack
+from tests.servers import ServicePair
 
 EAST, WEST = "Asia/Tokyo", "America/Los_Angeles"
 YEAR_1 = Timestamp(seconds=-62_135_596_800)  # 0001-01-01T00:00:00Z, the first representable second
@@ -32,7 +32,7 @@ YEAR_9999 = Timestamp(seconds=253_402_300_799)  # 9999-12-31T23:59:59Z, the last
 
 @pytest.fixture
 async def stub(tmp_path: Path, security_embedder: OnnxSentenceEmbedder) -> AsyncIterator[MemoryStub]:
-    running = Stack(tmp_path, security_embedder)
+    running = ServicePair(tmp_path, security_embedder)
     await running.start()
     async with grpc.aio.insecure_channel(running.memory_address) as channel:
         yield memory_service_pb2_grpc.MemoryServiceStub(channel)
@@ -206,7 +206,7 @@ async def test_health_watch_streams_the_serving_status(
 ) -> None:
     """grpc.health.v1.Health/Watch streams with context.write(): the request-id interceptor
     answered every Watch INTERNAL (found by fuzzing the health service)."""
-    running = Stack(tmp_path, security_embedder)
+    running = ServicePair(tmp_path, security_embedder)
     await running.start()
     try:
         for address in (running.memory_address, running.retrieval_address):

@@ -28,7 +28,7 @@ from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import RetrievalEngine
 from tests.security import faults
-from tests.security.conftest import Stack
+from tests.servers import ServicePair
 
 DEADLINE = 30.0
 
@@ -59,7 +59,7 @@ class HeldUpsert:
         monkeypatch.setattr(RetrievalEngine, "upsert", upsert)
 
 
-async def indexed_ids(stack: Stack) -> list[str]:
+async def indexed_ids(stack: ServicePair) -> list[str]:
     async with grpc.aio.insecure_channel(stack.retrieval_address) as channel:
         stub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
         page = await stub.ListDocumentIds(
@@ -68,7 +68,7 @@ async def indexed_ids(stack: Stack) -> list[str]:
     return list(page.ids)
 
 
-async def not_indexed(stack: Stack, document_id: str) -> bool:
+async def not_indexed(stack: ServicePair, document_id: str) -> bool:
     return document_id not in await indexed_ids(stack)
 
 
@@ -76,7 +76,7 @@ async def test_a_reindex_cancelled_mid_upsert_does_not_bring_back_a_passage_dele
     tmp_path: Path, security_embedder: OnnxSentenceEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with (
-        Stack(tmp_path, security_embedder) as stack,
+        ServicePair(tmp_path, security_embedder) as stack,
         grpc.aio.insecure_channel(stack.memory_address) as channel,
     ):
         stub = memory_service_pb2_grpc.MemoryServiceStub(channel)

@@ -16,21 +16,21 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.limits import channel_options, outbox_batch_bytes
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.security.conftest import Stack
+from tests.servers import ServicePair
 
 MIB = 1024 * 1024
 ANY_SIZE = [("grpc.max_receive_message_length", -1)]
 
 
 @pytest.fixture
-async def stack(tmp_path: Path, security_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
-    running = Stack(tmp_path, security_embedder)
+async def stack(tmp_path: Path, security_embedder: OnnxSentenceEmbedder) -> AsyncIterator[ServicePair]:
+    running = ServicePair(tmp_path, security_embedder)
     await running.start()
     yield running
     await running.stop()
 
 
-async def test_an_agent_whose_blocks_total_more_than_a_request_can_be_read_back(stack: Stack) -> None:
+async def test_an_agent_whose_blocks_total_more_than_a_request_can_be_read_back(stack: ServicePair) -> None:
     """Each block fits in one request (8 MiB); together they are 9 MiB, which was refused on the way out."""
     async with grpc.aio.insecure_channel(stack.memory_address, options=ANY_SIZE) as channel:
         stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
@@ -49,7 +49,7 @@ async def test_an_agent_whose_blocks_total_more_than_a_request_can_be_read_back(
         assert len((await client.render_memory(agent_id=agent.id)).text) > 9 * MIB
 
 
-async def test_a_search_over_long_passages_is_answered(stack: Stack) -> None:
+async def test_a_search_over_long_passages_is_answered(stack: ServicePair) -> None:
     """top_k 60 over passages of 30,000 CJK characters: ~5.4 MB of hits from RetrievalService, over
     gRPC's 4 MiB default that MemoryService's channel kept."""
     async with grpc.aio.insecure_channel(stack.memory_address, options=ANY_SIZE) as channel:

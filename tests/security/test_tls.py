@@ -21,7 +21,7 @@ from strata_serving.probe import main as probe_main
 from strata_serving.tls import server_tls
 from tests.memory.integration.conftest import expect_error
 from tests.security.certificates import Pki
-from tests.security.conftest import Stack
+from tests.servers import ServicePair
 
 FAST_FAIL = [("grpc.use_local_subchannel_pool", 1)]
 
@@ -41,14 +41,14 @@ def server_files(pki: Pki, *, mutual: bool) -> dict[str, Path]:
 @pytest.fixture
 async def mtls_stack(
     tmp_path: Path, security_embedder: OnnxSentenceEmbedder, pki: Pki
-) -> AsyncIterator[Stack]:
+) -> AsyncIterator[ServicePair]:
     """Both services requiring client certificates; MemoryService dials RetrievalService over mTLS."""
     client_side = {
         "retrieval_tls_root_cert": pki.ca_cert,
         "retrieval_tls_client_cert": pki.client_cert,
         "retrieval_tls_client_key": pki.client_key,
     }
-    running = Stack(
+    running = ServicePair(
         tmp_path,
         security_embedder,
         retrieval_settings=server_files(pki, mutual=True),
@@ -62,7 +62,7 @@ async def mtls_stack(
 async def test_plaintext_is_refused_when_tls_is_required(
     tmp_path: Path, security_embedder: OnnxSentenceEmbedder, pki: Pki
 ) -> None:
-    running = Stack(tmp_path, security_embedder, memory_settings=server_files(pki, mutual=False))
+    running = ServicePair(tmp_path, security_embedder, memory_settings=server_files(pki, mutual=False))
     await running.start()
     try:
         async with grpc.aio.insecure_channel(running.memory_address, options=FAST_FAIL) as plain:
@@ -85,7 +85,7 @@ async def test_plaintext_is_refused_when_tls_is_required(
 
 
 async def test_under_mtls_only_clients_with_a_certificate_from_the_ca_get_in(
-    mtls_stack: Stack, pki: Pki
+    mtls_stack: ServicePair, pki: Pki
 ) -> None:
     refused = {
         "plaintext": None,
@@ -109,7 +109,7 @@ async def test_under_mtls_only_clients_with_a_certificate_from_the_ca_get_in(
 
 
 async def test_memory_reaches_retrieval_over_mtls_and_the_client_speaks_tls(
-    mtls_stack: Stack, pki: Pki
+    mtls_stack: ServicePair, pki: Pki
 ) -> None:
     credentials = tls_credentials(pki.ca_cert, pki.client_cert, pki.client_key)
     async with AsyncMemoryClient(mtls_stack.memory_address, credentials=credentials) as client:
@@ -128,7 +128,7 @@ async def test_memory_reaches_retrieval_over_mtls_and_the_client_speaks_tls(
             await client.list_agents()
 
 
-async def test_memory_without_its_client_certificate_cannot_search(mtls_stack: Stack, pki: Pki) -> None:
+async def test_memory_without_its_client_certificate_cannot_search(mtls_stack: ServicePair, pki: Pki) -> None:
     await mtls_stack.stop_memory()
     await mtls_stack.start_memory(retrieval_tls_client_cert=None, retrieval_tls_client_key=None)
     credentials = tls_credentials(pki.ca_cert, pki.client_cert, pki.client_key)
@@ -155,7 +155,7 @@ def test_half_a_tls_configuration_is_an_error(pki: Pki) -> None:
 
 
 async def test_the_container_probe_speaks_tls_when_told_to(
-    mtls_stack: Stack, pki: Pki, monkeypatch: pytest.MonkeyPatch
+    mtls_stack: ServicePair, pki: Pki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     address = mtls_stack.memory_address
     assert await asyncio.to_thread(probe_main, [address]) == 1  # plaintext: refused

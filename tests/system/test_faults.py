@@ -15,7 +15,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from tests.memory_process import MemoryProcess
-from tests.system.conftest import Pair
+from tests.servers import ServicePair
 
 TOPICS = [
     "sailing in Norway",
@@ -26,7 +26,7 @@ TOPICS = [
 ]
 
 
-async def indexed_count(pair: Pair) -> int:
+async def indexed_count(pair: ServicePair) -> int:
     options = [("grpc.use_local_subchannel_pool", 1)]  # not the shared subchannel's reconnect backoff
     async with grpc.aio.insecure_channel(pair.retrieval_address, options=options) as channel:
         stub: RetrievalStub = retrieval_pb2_grpc.RetrievalServiceStub(channel)
@@ -68,7 +68,7 @@ async def search_topics(memory: MemoryStub, agent_id: str) -> list[list[str]]:
 
 
 async def test_writes_during_a_retrieval_outage_become_searchable_once_it_returns(
-    pair: Pair, memory: MemoryStub
+    pair: ServicePair, memory: MemoryStub
 ) -> None:
     await pair.stop_retrieval()
     agent_id = await write_while_down(memory)
@@ -84,7 +84,7 @@ async def test_writes_during_a_retrieval_outage_become_searchable_once_it_return
 
 
 async def test_search_fails_fast_with_unavailable_while_retrieval_is_down(
-    pair: Pair, memory: MemoryStub
+    pair: ServicePair, memory: MemoryStub
 ) -> None:
     agent = await memory.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="down")))
     await pair.stop_retrieval()
@@ -101,7 +101,7 @@ async def test_search_fails_fast_with_unavailable_while_retrieval_is_down(
 
 
 async def test_reindex_after_losing_the_index_folder_restores_identical_results(
-    pair: Pair, memory: MemoryStub
+    pair: ServicePair, memory: MemoryStub
 ) -> None:
     agent_id = await write_while_down(memory)
 
@@ -122,7 +122,7 @@ async def test_reindex_after_losing_the_index_folder_restores_identical_results(
 
 @pytest.mark.slow
 async def test_jobs_pending_at_kill_9_are_delivered_after_restart(
-    pair: Pair, monkeypatch: pytest.MonkeyPatch
+    pair: ServicePair, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await pair.stop_memory()
     await pair.stop_retrieval()

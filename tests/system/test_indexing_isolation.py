@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -25,25 +24,16 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
-from tests.security.conftest import (
-    ADMIN_KEY,
-    AUTH_MEMORY,
-    AUTH_RETRIEVAL,
-    SERVICE_KEY,
-    Stack,
-    bearer,
-    new_tenant,
-)
+from tests.security.conftest import ADMIN_KEY, AUTH_MEMORY, AUTH_RETRIEVAL, SERVICE_KEY, bearer, new_tenant
+from tests.servers import ServicePair
 
 DEEP_JSON = "[" * 3000
 LONE_SURROGATE = '{"m": "otters \\ud800 hold hands"}'
 
 
 @pytest.fixture
-async def hostile_stack(tmp_path: Path, system_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
-    async with Stack(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as running:
+async def hostile_stack(tmp_path: Path, system_embedder: OnnxSentenceEmbedder) -> AsyncIterator[ServicePair]:
+    async with ServicePair(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as running:
         yield running
 
 
@@ -63,7 +53,7 @@ async def _found(stub: MemoryStub, key: tuple[tuple[str, str]], agent_id: str, q
 
 
 async def test_poison_messages_neither_block_another_tenant_nor_stay_unsearchable(
-    hostile_stack: Stack,
+    hostile_stack: ServicePair,
 ) -> None:
     async with grpc.aio.insecure_channel(hostile_stack.memory_address) as channel:
         hostile, hostile_key, hostile_agent = await new_tenant(channel, "hostile")
@@ -121,27 +111,6 @@ async def _found_within(
     return found
 
 
-async def _stop_retrieval(stack: Stack) -> int:
-    """Stop RetrievalService; returns its port (MemoryService keeps its address)."""
-    assert stack.retrieval is not None
-    port = stack.retrieval.server.port
-    await stack.retrieval.stop()
-    stack.retrieval = None
-    return port
-
-
-async def _start_retrieval(stack: Stack, port: int, **overrides: Any) -> None:
-    """Start RetrievalService again on ``port`` with its data, with settings ``overrides``."""
-    settings = RetrievalSettings(
-        address=f"127.0.0.1:{port}",
-        data_dir=stack.root / "retrieval",
-        log_json=False,
-        **{**stack.retrieval_settings, **overrides},
-    )
-    stack.retrieval = RetrievalApp(settings, embedder=stack.embedder)
-    await stack.retrieval.start()
-
-
 async def _parked(admin_stub: AdminStub, count: int) -> list[admin.ParkedIndexJob]:
     """The parked jobs, once there are ``count`` of them (polled: parking follows retries with backoff)."""
     jobs: list[admin.ParkedIndexJob] = []
@@ -163,7 +132,7 @@ async def test_an_oversized_backlog_is_cut_by_bytes_and_only_the_refused_documen
     down (70 MB: over its 64 MiB limit as one request), beside two passages RetrievalService refuses
     (text over its configured max_text_chars). Everything but those two becomes searchable; those
     two are parked with the reason and come back once an operator retries them."""
-    stack = Stack(
+    stack = ServicePair(
         tmp_path,
         system_embedder,
         {**AUTH_RETRIEVAL, "max_text_chars": 2_000},
@@ -174,7 +143,7 @@ async def test_an_oversized_backlog_is_cut_by_bytes_and_only_the_refused_documen
     try:
         async with grpc.aio.insecure_channel(stack.memory_address, options=big) as channel:
             stub, key, agent_id = await new_tenant(channel, "bulky")
-            port = await _stop_retrieval(stack)
+            await stack.stop_retrieval()  # MemoryService keeps its address; the restart reuses the port
             for i in range(10):
                 heavy = pb.Passage(
                     text=f"Heavy passage {i} about badgers.", metadata={"blob": "x" * 7_000_000}
@@ -194,7 +163,7 @@ async def test_an_oversized_backlog_is_cut_by_bytes_and_only_the_refused_documen
             written = await stub.AppendMessages(
                 api.AppendMessagesRequest(agent_id=agent_id, messages=[message]), metadata=key
             )
-            await _start_retrieval(stack, port)
+            await stack.start_retrieval()
 
             admin_stub: AdminStub = admin_pb2_grpc.AdminServiceStub(channel)
             parked = await _parked(admin_stub, 2)
@@ -218,7 +187,8 @@ async def test_an_oversized_backlog_is_cut_by_bytes_and_only_the_refused_documen
                 )
             assert len([hit for hit in indexed.hits if "badgers" in hit.document.text]) == 10
 
-            await _start_retrieval(stack, await _stop_retrieval(stack), max_text_chars=32_768)
+            await stack.stop_retrieval()
+            await stack.start_retrieval(max_text_chars=32_768)
             retried = await admin_stub.RetryParkedIndexJobs(
                 admin.RetryParkedIndexJobsRequest(tenant_id="bulky"), metadata=bearer(ADMIN_KEY)
             )

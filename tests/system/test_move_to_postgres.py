@@ -17,8 +17,8 @@ from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
 from strata_memory.store.copy import TargetNotEmpty, copy_store
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from tests.servers import ServicePair
 from tests.store_backends import postgres_schema
-from tests.system.conftest import Pair
 
 __all__ = ["postgres_schema"]
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ async def snapshot(memory: MemoryStub, agent_id: str) -> tuple[object, ...]:
 
 
 async def test_a_sqlite_store_moves_to_postgresql_and_reindexes_with_every_count_equal(
-    pair: Pair, memory: MemoryStub, postgres_schema: str, system_embedder: OnnxSentenceEmbedder
+    pair: ServicePair, memory: MemoryStub, postgres_schema: str, system_embedder: OnnxSentenceEmbedder
 ) -> None:
     agent_id = await write_some_memory(memory)
     before = await snapshot(memory, agent_id)
@@ -76,7 +76,9 @@ async def test_a_sqlite_store_moves_to_postgresql_and_reindexes_with_every_count
     with pytest.raises(TargetNotEmpty):  # a second copy into the now full store is refused
         copy_store(sqlite_url, postgres_schema)
 
-    moved = Pair(pair.root / "moved", system_embedder)  # a new, empty index beside the PostgreSQL store
+    moved = ServicePair(
+        pair.root / "moved", system_embedder
+    )  # a new, empty index beside the PostgreSQL store
     await moved.start_retrieval()
     server = await start_memory_server(
         MemorySettings(

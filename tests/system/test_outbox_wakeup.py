@@ -29,8 +29,8 @@ from strata_memory.store.database import Database
 from strata_memory.store.records import DEFAULT_CONVERSATION, MessageRecord
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.hermetic import unreachable_address
+from tests.servers import ServicePair
 from tests.store_backends import postgres_schema
-from tests.system.conftest import Pair
 
 __all__ = ["postgres_schema"]
 pytestmark = pytest.mark.slow
@@ -65,7 +65,7 @@ async def replica(url: str, retrieval_address: str) -> MemoryServer:
 async def test_a_job_another_replica_commits_is_delivered_long_before_the_next_poll(
     tmp_path: Path, system_embedder: OnnxSentenceEmbedder, postgres_schema: str
 ) -> None:
-    pair = Pair(tmp_path, system_embedder)
+    pair = ServicePair(tmp_path, system_embedder)
     await pair.start_retrieval()
     server = await replica(postgres_schema, pair.retrieval_address)
     elsewhere = Database(postgres_schema)

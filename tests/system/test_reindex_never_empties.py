@@ -24,7 +24,8 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.security.conftest import ADMIN_KEY, AUTH_MEMORY, AUTH_RETRIEVAL, SERVICE_KEY, Stack, bearer
+from tests.security.conftest import ADMIN_KEY, AUTH_MEMORY, AUTH_RETRIEVAL, SERVICE_KEY, bearer, searchable
+from tests.servers import ServicePair
 
 EOF = grpc.aio.EOF  # type: ignore[attr-defined]  # grpc-stubs omit it
 MESSAGES = 300
@@ -32,8 +33,8 @@ Metadata = tuple[tuple[str, str]]
 
 
 @pytest.fixture
-async def stack(tmp_path: Path, system_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Stack]:
-    async with Stack(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as running:
+async def stack(tmp_path: Path, system_embedder: OnnxSentenceEmbedder) -> AsyncIterator[ServicePair]:
+    async with ServicePair(tmp_path, system_embedder, dict(AUTH_RETRIEVAL), dict(AUTH_MEMORY)) as running:
         yield running
 
 
@@ -57,10 +58,12 @@ async def _tenant(channel: grpc.aio.Channel, tenant: str) -> tuple[MemoryStub, M
     return stub, key, agent.id, created.api_key.key_id
 
 
-async def test_a_reindex_cancelled_mid_stream_leaves_every_stored_message_searchable(stack: Stack) -> None:
+async def test_a_reindex_cancelled_mid_stream_leaves_every_stored_message_searchable(
+    stack: ServicePair,
+) -> None:
     async with grpc.aio.insecure_channel(stack.memory_address) as channel:
         stub, key, _, _ = await _tenant(channel, "tenant-a")
-        assert await stack.searchable("tenant-a") == MESSAGES
+        assert await searchable(stack, "tenant-a") == MESSAGES
         call = stub.Reindex(api.ReindexRequest(batch_size=20), metadata=key)
         seen = 0
         async for progress in call:
@@ -69,10 +72,10 @@ async def test_a_reindex_cancelled_mid_stream_leaves_every_stored_message_search
                 assert 0 < progress.documents_done < MESSAGES
                 call.cancel()
                 break
-        assert await stack.searchable("tenant-a") == MESSAGES
+        assert await searchable(stack, "tenant-a") == MESSAGES
 
 
-async def test_a_completed_reindex_drops_only_what_the_store_no_longer_holds(stack: Stack) -> None:
+async def test_a_completed_reindex_drops_only_what_the_store_no_longer_holds(stack: ServicePair) -> None:
     async with grpc.aio.insecure_channel(stack.memory_address) as channel:
         stub, key, _, _ = await _tenant(channel, "tenant-a")
         stray = rpb.Document(
@@ -92,15 +95,15 @@ async def test_a_completed_reindex_drops_only_what_the_store_no_longer_holds(sta
             await retrieval.UpsertDocuments(
                 rpb.UpsertDocumentsRequest(documents=[stray, other]), metadata=bearer(SERVICE_KEY)
             )
-        assert await stack.searchable("tenant-a") == MESSAGES + 1
+        assert await searchable(stack, "tenant-a") == MESSAGES + 1
         progress = [p async for p in stub.Reindex(api.ReindexRequest(batch_size=100), metadata=key)]
         assert progress[-1].done
         assert progress[-1].documents_done == MESSAGES
-        assert await stack.searchable("tenant-a") == MESSAGES
-        assert await stack.searchable("tenant-b") == 1  # another tenant's documents are not touched
+        assert await searchable(stack, "tenant-a") == MESSAGES
+        assert await searchable(stack, "tenant-b") == 1  # another tenant's documents are not touched
 
 
-async def test_a_tenant_runs_one_reindex_stream_at_a_time(stack: Stack) -> None:
+async def test_a_tenant_runs_one_reindex_stream_at_a_time(stack: ServicePair) -> None:
     async with grpc.aio.insecure_channel(stack.memory_address) as channel:
         stub, key, _, _ = await _tenant(channel, "tenant-a")
         first = stub.Reindex(api.ReindexRequest(batch_size=10), metadata=key)
@@ -115,7 +118,7 @@ async def test_a_tenant_runs_one_reindex_stream_at_a_time(stack: Stack) -> None:
         assert progress[-1].done  # and once it ended, the tenant may start another
 
 
-async def test_a_key_revoked_during_a_reindex_stream_stops_it(stack: Stack) -> None:
+async def test_a_key_revoked_during_a_reindex_stream_stops_it(stack: ServicePair) -> None:
     async with grpc.aio.insecure_channel(stack.memory_address) as channel:
         stub, key, _, key_id = await _tenant(channel, "tenant-a")
         call = stub.Reindex(api.ReindexRequest(batch_size=10), metadata=key)

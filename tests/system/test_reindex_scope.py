@@ -16,7 +16,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from tests.system.conftest import Pair
+from tests.servers import ServicePair
 
 A, B = "tenant-a", "tenant-b"
 GHOST = rpb.Document(
@@ -67,7 +67,7 @@ async def index_of(retrieval: RetrievalStub, tenant: str) -> list[tuple[str, str
 
 @pytest.mark.parametrize("one_agent", [False, True], ids=["whole-tenant", "one-agent"])
 async def test_a_tenants_reindex_leaves_other_tenants_untouched(
-    pair: Pair, memory: MemoryStub, one_agent: bool
+    pair: ServicePair, memory: MemoryStub, one_agent: bool
 ) -> None:
     agent_a = await write(memory, A, ["Ada rows on the Thames.", "Ada keeps bees."])
     await write(memory, B, ["Bo climbs in Fontainebleau.", "Bo brews cider.", "Bo sings bass."])

@@ -19,8 +19,8 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.memory_process import MemoryProcess
+from tests.servers import ServicePair
 from tests.store_backends import postgres_schema
-from tests.system.conftest import Pair
 
 __all__ = ["postgres_schema"]
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ async def indexed_messages(retrieval: RetrievalStub) -> int:
 async def test_kill_9_of_a_replica_mid_burst_leaves_every_stored_message_indexed_once(
     tmp_path: Path, system_embedder: OnnxSentenceEmbedder, postgres_schema: str
 ) -> None:
-    pair = Pair(tmp_path, system_embedder)
+    pair = ServicePair(tmp_path, system_embedder)
     await pair.start_retrieval()
     replicas = [
         MemoryProcess(

@@ -29,7 +29,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.system.conftest import Pair
+from tests.servers import ServicePair
 from tests.system.tenant_world import CONVERSATION, A, B, Objects, as_tenant, populate, state
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")
@@ -236,7 +236,7 @@ def retrieval_id_fields(method: MethodDescriptor) -> list[str]:
 
 class World:
     def __init__(
-        self, pair: Pair, memory: MemoryStub, retrieval: RetrievalStub, a: Objects, b: Objects
+        self, pair: ServicePair, memory: MemoryStub, retrieval: RetrievalStub, a: Objects, b: Objects
     ) -> None:
         self.pair, self.memory, self.retrieval, self.a, self.b = pair, memory, retrieval, a, b
 
@@ -250,7 +250,7 @@ class World:
 async def world(
     tmp_path_factory: pytest.TempPathFactory, system_embedder: OnnxSentenceEmbedder
 ) -> AsyncIterator[World]:
-    pair = Pair(tmp_path_factory.mktemp("tenants"), system_embedder)
+    pair = ServicePair(tmp_path_factory.mktemp("tenants"), system_embedder)
     await pair.start_retrieval()
     await pair.start_memory()
     assert pair.memory is not None

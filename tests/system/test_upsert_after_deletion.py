@@ -24,7 +24,7 @@ from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from strata_memory.store.records import ArchiveRecord, PassageRecord
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from tests.system.conftest import Pair
+from tests.servers import ServicePair
 
 TENANT = "t"
 PASSAGE = PassageRecord(
@@ -60,7 +60,7 @@ async def test_an_upsert_landing_after_another_workers_deletion_does_not_revive_
 ) -> None:
     """``deletion``: the passage alone (a DELETE job of that document) or its whole archive (one
     DELETE_ARCHIVE job of the scope, ordered with no job of the document)."""
-    pair = Pair(tmp_path, system_embedder)
+    pair = ServicePair(tmp_path, system_embedder)
     await pair.start_retrieval()
     db = Database(f"sqlite:///{tmp_path}/memory.sqlite3")
     db.migrate()

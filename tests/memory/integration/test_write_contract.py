@@ -30,12 +30,14 @@ _SKIPPED_TYPES = ("google.protobuf.",)
 def _fields(
     descriptor: Descriptor, prefix: str = "", depth: int = 0
 ) -> Iterator[tuple[str, FieldDescriptor]]:
-    """Every (path, field) under ``descriptor``; repeated fields and map values use index ``[0]``."""
+    """Every (path, field) under ``descriptor``; repeated fields use index ``[0]``, map values the
+    key ``[k]`` and map keys the suffix ``{key}`` (the key itself is the value under test)."""
     for field in descriptor.fields:
         path = f"{prefix}{field.name}"
         message = field.message_type
         if message is not None and message.GetOptions().map_entry:
             yield f"{path}[k]", message.fields_by_name["value"]
+            yield f"{path}{{key}}", message.fields_by_name["key"]  # the key is a string like any other
             continue
         if field.is_repeated:
             path += "[0]"
@@ -65,6 +67,8 @@ def _request_with(rpc: str, path: str, value: object) -> Message:
     last = steps[-1]
     if last.endswith("[k]"):
         getattr(holder, last.removesuffix("[k]"))["k"] = value
+    elif last.endswith("{key}"):
+        getattr(holder, last.removesuffix("{key}"))[value] = "v"
     elif last.endswith("[0]"):
         getattr(holder, last.removesuffix("[0]")).append(value)
     else:
@@ -86,6 +90,8 @@ def test_the_generated_cases_reach_the_fields_named_in_issue_14() -> None:
     assert ("SearchArchival", "tag_match") in ENUM_FIELDS
     assert ("CreateAgent", "blocks[0].value") in STRING_FIELDS
     assert ("UpdateBlock", "block.metadata[k]") in STRING_FIELDS
+    assert ("UpdateBlock", "block.metadata{key}") in STRING_FIELDS
+    assert ("CreatePassages", "passages[0].metadata{key}") in STRING_FIELDS
 
 
 @pytest.mark.parametrize(("rpc", "path"), STRING_FIELDS)
@@ -95,7 +101,7 @@ async def test_a_nul_character_is_refused_in_every_string_field(stub: Stub, rpc:
     if rpc == "Reindex":
         call = anext(aiter(call))
     error = await expect_error(call, INVALID, "NUL_CHARACTER")
-    assert _violated_field(error) == path.replace("[k]", "['k']")
+    assert _violated_field(error) == path.replace("[k]", "['k']").removesuffix("{key}")
 
 
 @pytest.mark.parametrize(("rpc", "path"), ENUM_FIELDS)

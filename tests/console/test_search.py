@@ -114,3 +114,27 @@ def test_recall_lists_and_searches_messages_with_scores(
     )
     accessible(page)
     screenshot(page, "recall")
+
+
+def test_bad_query_strings_are_refused_with_a_message(
+    page: Page, open_console: ConsoleServer, api_client: MemoryClient
+) -> None:
+    agent = api_client.create_agent(agent=pb.Agent(name="strict"))
+    block = api_client.get_block(agent_id=agent.id, label="human")
+    base = f"{open_console.url}/agents/{agent.id}"
+    refused = {
+        "/agents?q=strict&start=ten": "whole number",
+        f"/agents/{agent.id}/prompt?mode=fancy": "Unknown render mode",
+        f"/agents/{agent.id}/blocks/{block.id}/history?from=first": "version numbers",
+        f"/agents/{agent.id}/recall?q=x&end=31-12-2026": "YYYY-MM-DD",
+        f"/agents/{agent.id}/archival?q=x&mode=psychic": "mode must be one of",
+    }
+    for path, message in refused.items():
+        response = page.goto(open_console.url + path)
+        assert response is not None
+        assert response.status == 400, path
+        expect(page.locator(".refusal")).to_contain_text(message)
+    response = page.goto(base.replace(agent.id, "agent-00000000-0000-0000-0000-000000000000"))
+    assert response is not None
+    assert response.status == 404
+    expect(page.locator(".refusal")).to_contain_text("NOT_FOUND")

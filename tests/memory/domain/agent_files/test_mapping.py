@@ -69,12 +69,15 @@ def test_secrets_are_emptied_and_reported() -> None:
     document["agents"][0]["secrets"] = {"OPENAI_API_KEY": "sk-live-123"}
     document["agents"][0]["tool_exec_environment_variables"] = [{"key": "TOKEN", "value": "abc"}]
     document["mcp_servers"] = [{"id": "mcp-0", "server_name": "x", "token": "t0ken", "custom_headers": {}}]
+    document["agents"][0]["llm_config"]["api_key"] = "sk-llm-456"
     plan = af.plan_import(document)
     assert set(plan.report.dropped) == {
         "agents[0].secrets",
         "agents[0].tool_exec_environment_variables",
+        "agents[0].llm_config.api_key",
         "mcp_servers[0].token",
     }
+    assert "sk-llm-456" not in repr(plan)
     assert plan.agents[0].residue["secrets"] == {}
     assert plan.agents[0].residue["tool_exec_environment_variables"] == []
     assert plan.document["mcp_servers"][0]["token"] == ""

@@ -31,6 +31,8 @@ from .references import check_references
 from .secrets import scrub
 
 AGENT_MAPPED = ("id", "name", "system", "timezone", "block_ids", "messages")
+PROVIDER_SETTINGS = ("llm_config", "embedding_config", "model_settings", "compaction_settings")
+"""Agent settings that could carry a provider's credentials: scrubbed all through."""
 BLOCK_MAPPED = ("id", "label", "value", "limit", "description", "read_only", "metadata")
 
 __all__ = [
@@ -105,6 +107,12 @@ def plan_import(document: Mapping[str, Any]) -> ImportPlan:
         copy.deepcopy(raw) for raw, b in zip(raw_blocks, blocks, strict=True) if b.file_id not in used
     ]
     dropped = [p for i, a in enumerate(agents) for p in scrub(a.residue, f"agents[{i}]", deep=False)]
+    dropped += [
+        p
+        for i, a in enumerate(agents)
+        for key in PROVIDER_SETTINGS
+        for p in scrub(a.residue.get(key), f"agents[{i}].{key}", deep=True)
+    ]
     dropped += scrub(top.get("mcp_servers"), "mcp_servers", deep=True)
     report = Report(
         kept_verbatim=tuple(_kept(top, agents, blocks)),

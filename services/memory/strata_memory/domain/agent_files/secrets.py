@@ -2,10 +2,10 @@
 
 A key counts as secret by its name (``SECRET_KEYS``, any case): Letta's ``secrets`` and
 ``tool_exec_environment_variables`` (it exports them with empty values), and the credentials an MCP
-server's configuration may carry. Agents are scrubbed at their top level only and MCP server
-configurations all through (a tool's JSON schema may well name a parameter ``token``). The emptied
-value keeps its JSON type (``{}``, ``[]``, ``""`` or ``null``), so an exported file has the same
-shape; non-empty ones are reported as dropped.
+server's configuration may carry. Agents are scrubbed at their top level and in their LLM and
+embedding settings, MCP server configurations all through (not everything: a tool's JSON schema may
+well name a parameter ``token``). The emptied value keeps its JSON type (``{}``, ``[]``, ``""`` or
+``null``), so an exported file has the same shape; non-empty ones are reported as dropped.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory import conversions as conv
+from strata_memory.domain.model import SearchMode
 from strata_memory.indexing.reindex import ReindexScope
 from strata_memory.limits import MAX_REINDEX_BATCH, MAX_SEARCH_RESULTS
 from strata_memory.operations.archival import Written
@@ -29,11 +30,7 @@ from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
 
 Context = grpc.aio.ServicerContext[Any, Any]
-SEARCH_MODES = {
-    api.SEARCH_MODE_VECTOR: "vector",
-    api.SEARCH_MODE_FTS: "fts",
-    api.SEARCH_MODE_HYBRID: "hybrid",
-}
+SEARCH_MODES = {api.SearchMode.Value(f"SEARCH_MODE_{mode.name}"): mode for mode in SearchMode}
 DEFAULT_REINDEX_BATCH = 256
 
 
@@ -198,7 +195,7 @@ def _window(query: str, mode: api.SearchMode.ValueType, count: int, request: Any
         raise InvalidArgument.field(
             field, f"must be between 1 and {MAX_SEARCH_RESULTS} (0 for the default of 5)"
         )
-    chosen = conv.choice(SEARCH_MODES, mode, "mode", default="hybrid")
+    chosen = conv.choice(SEARCH_MODES, mode, "mode", default=SearchMode.HYBRID)
     start = _moment(request, "start_time")
     end = _moment(request, "end_time")
     if start and end and start > end:

@@ -10,6 +10,7 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.config import MemorySettings
+from strata_memory.domain.model import SearchMode
 from strata_memory.indexing.delivery import current_documents
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.main import MemoryServer, build_operations
@@ -86,7 +87,7 @@ async def test_recall_search_sends_the_configured_fusion_and_depth(
     ops = build_operations(
         memory_server.database, retrieval, memory_server.outbox, settings, lambda: datetime.now(UTC)
     )
-    for mode, limit in (("hybrid", 5), ("hybrid", 60), ("fts", 5)):
+    for mode, limit in ((SearchMode.HYBRID, 5), (SearchMode.HYBRID, 60), (SearchMode.FTS, 5)):
         await ops.search.recall(
             agent.tenant_id,
             agent.id,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from strata_memory.domain.model import Block, RecompilePolicy
+from strata_memory.domain.model import Block, RecompilePolicy, SearchMode
 from strata_memory.indexing.outbox import OutboxWorker
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.operations.archival import Archives
@@ -179,8 +179,8 @@ async def test_a_deleted_passage_is_never_shown(searching: Searching) -> None:
     assert [h.item.id for h in hits] == [kept]
 
 
-@pytest.mark.parametrize(("mode", "leg"), [("vector", "vector_rank"), ("fts", "fts_rank")])
-async def test_a_single_leg_search_reports_its_mode(searching: Searching, mode: str, leg: str) -> None:
+@pytest.mark.parametrize(("mode", "leg"), [(SearchMode.VECTOR, "vector_rank"), (SearchMode.FTS, "fts_rank")])
+async def test_a_single_leg_search_reports_its_mode(searching: Searching, mode: SearchMode, leg: str) -> None:
     s = searching
     agent = await _agent(s.ops)
     await _insert(s, agent, "tea with Bob")

@@ -27,6 +27,18 @@ class RenderMode(StrEnum):
     GIT = "git"
 
 
+class SearchMode(StrEnum):
+    """Which legs a search runs: the one name for it from the request to RetrievalService and back.
+
+    Each member's name is its proto value's suffix in both APIs (``SEARCH_MODE_HYBRID``), so the
+    conversions at either edge are derived from this enum, never written out; the value is what a
+    hit's ``relevance.search_mode`` and a tool's result say."""
+
+    VECTOR = "vector"
+    FTS = "fts"
+    HYBRID = "hybrid"
+
+
 class RecompilePolicy(StrEnum):
     """When the stored system prompt is rebuilt from memory."""
 

@@ -16,6 +16,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.engine import Connection
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.domain.model import SearchMode
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.limits import MAX_QUERY_CHARS, check_tag_filter
 from strata_memory.store import agents as agent_rows
@@ -26,8 +27,9 @@ from strata_memory.store.records import MessageRecord, PassageRecord
 from strata_serving.errors import InvalidArgument
 
 T = TypeVar("T")
-MODES = {"vector": rpb.SEARCH_MODE_VECTOR, "fts": rpb.SEARCH_MODE_FTS, "hybrid": rpb.SEARCH_MODE_HYBRID}
-MODE_NAMES = {v: k for k, v in MODES.items()}
+MODES = {mode: rpb.SearchMode.Value(f"SEARCH_MODE_{mode.name}") for mode in SearchMode}
+"""RetrievalService's number for each mode, derived from the one enum (:class:`SearchMode`)."""
+MODE_NAMES = {number: mode for mode, number in MODES.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,7 @@ class Hit(Generic[T]):
     rrf_score: float
     vector_rank: int | None
     fts_rank: int | None
-    search_mode: str
+    search_mode: SearchMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ class SearchWindow:
     """What a search asks for besides its scope: text, mode, size and inclusive time bounds."""
 
     query: str
-    mode: str = "hybrid"
+    mode: SearchMode = SearchMode.HYBRID
     limit: int = 5
     start: datetime | None = None
     end: datetime | None = None
@@ -153,7 +155,7 @@ def _in_rank_order(hits: Sequence[rpb.SearchHit], items: dict[str, T]) -> list[H
             rrf_score=hit.rrf_score,
             vector_rank=hit.vector_rank if hit.HasField("vector_rank") else None,
             fts_rank=hit.fts_rank if hit.HasField("fts_rank") else None,
-            search_mode=MODE_NAMES.get(hit.search_mode, "hybrid"),
+            search_mode=MODE_NAMES.get(hit.search_mode, SearchMode.HYBRID),
         )
         for hit in hits
         if hit.document.id in items

@@ -31,7 +31,13 @@ AUTHORIZATION_KEY = "authorization"
 KEY_PREFIX = "sk"
 _KEY_ID_BYTES = 8
 _SECRET_BYTES = 32
-OPEN_SERVICES = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"})
+OPEN_SERVICES = frozenset(
+    {
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "grpc.reflection.v1.ServerReflection",
+    }
+)
 
 if TYPE_CHECKING:  # grpc's classes are generic only in their type stubs
     _Interceptor = grpc.aio.ServerInterceptor[Any, Any]

@@ -3,7 +3,8 @@
 Generated ``_pb2`` modules register descriptors without source info, so reflection alone serves bare
 types. ``make proto`` also writes ``strata/contract_source.binpb`` (every Strata .proto compiled with
 ``--include_source_info``); :func:`commented_pool` wraps the default pool so each Strata file is
-served with its comments. Without that file the default pool is served unchanged.
+served with its comments (without that file, without them). It also resolves a method's full name,
+which ``grpcurl describe pkg.Service.Method`` asks for and the pool alone does not know.
 """
 
 from __future__ import annotations
@@ -59,13 +60,21 @@ class CommentedPool:
         return _CommentedFile(self._pool.FindFileByName(name), self._sources)
 
     def FindFileContainingSymbol(self, symbol: str) -> _CommentedFile:  # noqa: N802
-        return _CommentedFile(self._pool.FindFileContainingSymbol(symbol), self._sources)
+        """The file defining ``symbol``; a method's full name (``pkg.Service.Method``) is a symbol
+        too, as the reflection protocol says, though the pool itself resolves only the service."""
+        try:
+            return _CommentedFile(self._pool.FindFileContainingSymbol(symbol), self._sources)
+        except KeyError:
+            service_name, _, method = symbol.rpartition(".")
+            service = self._pool.FindServiceByName(service_name)  # KeyError: NOT_FOUND, as before
+            if method not in service.methods_by_name:
+                raise
+            return _CommentedFile(service.file, self._sources)
 
     def __getattr__(self, name: str) -> Any:  # FindMessageTypeByName, FindExtensionByNumber, ...
         return getattr(self._pool, name)
 
 
-def commented_pool() -> CommentedPool | None:
-    """The default pool with comments, or None (serve the default pool) when no sources are installed."""
-    sources = load_sources()
-    return CommentedPool(descriptor_pool.Default(), sources) if sources else None
+def commented_pool() -> CommentedPool:
+    """The default pool, with comments when the sources are installed, resolving method symbols."""
+    return CommentedPool(descriptor_pool.Default(), load_sources())

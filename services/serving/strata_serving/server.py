@@ -15,17 +15,16 @@ import logging
 import signal
 import socket
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from strata_serving.health import HealthServicer, ServingStatus
 from strata_serving.interceptors import RequestContextInterceptor
 from strata_serving.metrics import MetricsEndpoint, RpcMetrics, serve_metrics
-from strata_serving.reflection_comments import commented_pool
+from strata_serving.reflection import enable_reflection
 from strata_serving.settings import ServingSettings
 from strata_serving.tls import ServerTls
 
@@ -113,12 +112,7 @@ class GrpcServer:
         register(self.server)
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        reflection.enable_server_reflection(
-            [*self.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME],
-            self.server,
-            # Duck-typed as the lookups reflection makes: answers with the proto comments.
-            pool=cast(Any, commented_pool()),
-        )
+        enable_reflection(self.server, [*self.service_names, health.SERVICE_NAME])
         self.port = self._bind(address, tls, settings_prefix)
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"

@@ -216,3 +216,18 @@ def test_blocks_update_based_on_merges_and_reports_conflicting_hunks(strata: Str
     assert code == 1
     assert "(reason: MERGE_CONFLICT)" in err
     assert "  field block.value: line 2 of the base: the block now has 'role: architect\\n'" in err
+
+
+def test_prompt_receipt_shows_what_the_prompt_was_built_from(strata: Strata) -> None:
+    agent_id = new_agent(strata)
+    code, out, _ = strata("--json", "prompt", "show", "--agent", agent_id)
+    receipt = json.loads(out)["receipt"]
+    code, out, _ = strata("prompt", "receipt", receipt["id"])
+    assert code == 0
+    assert out.startswith(f"receipt {receipt['id']} of agent {agent_id}\n")
+    assert [line.split()[1:] for line in out.splitlines() if line.startswith("block-")] == [
+        [b["label"], b["version"]] for b in receipt["blocks"]
+    ]
+    code, _, err = strata("prompt", "receipt", "receipt-0000")
+    assert code == 1
+    assert "(reason: RECEIPT_NOT_FOUND)" in err

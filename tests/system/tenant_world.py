@@ -26,7 +26,7 @@ def as_tenant(tenant: str) -> tuple[tuple[str, str]]:
 @dataclass(frozen=True)
 class Objects:
     """The ids of one tenant's objects: an agent with two blocks (``notes`` at version 2), a file,
-    an archive with a passage, and messages in conversation ``c1``."""
+    an archive with a passage, messages in conversation ``c1`` and its recompiled prompt's receipt."""
 
     tenant: str
     agent: str
@@ -35,6 +35,7 @@ class Objects:
     file: str
     archive: str
     passage: str
+    receipt: str
 
 
 async def populate(memory: MemoryStub, tenant: str) -> Objects:
@@ -86,8 +87,13 @@ async def populate(memory: MemoryStub, tenant: str) -> Objects:
         metadata=md,
         timeout=60,
     )
-    await memory.RecompileSystemPrompt(api.RecompileSystemPromptRequest(agent_id=agent.id), metadata=md)
-    return Objects(tenant, agent.id, notes.id, spare.id, file.id, archive.id, passages.passages[0].id)
+    recompiled = await memory.RecompileSystemPrompt(
+        api.RecompileSystemPromptRequest(agent_id=agent.id), metadata=md
+    )
+    receipt = recompiled.prompt.receipt.id
+    return Objects(
+        tenant, agent.id, notes.id, spare.id, file.id, archive.id, passages.passages[0].id, receipt
+    )
 
 
 def _text(message: Message) -> str:
@@ -130,6 +136,9 @@ async def state(memory: MemoryStub, retrieval: RetrievalStub, own: Objects) -> d
             api.ListConversationsRequest(agent_id=agent, page_size=100), metadata=md
         ),
         "prompt": await memory.GetSystemPrompt(api.GetSystemPromptRequest(agent_id=agent), metadata=md),
+        "receipt": await memory.GetPromptReceipt(
+            api.GetPromptReceiptRequest(receipt_id=own.receipt), metadata=md
+        ),
     }
     return {name: _text(message) for name, message in reads.items()} | {
         "versions": versions,

@@ -137,6 +137,12 @@ CASES: dict[tuple[str, str], Build] = {
         conversation_id=CONVERSATION,
         messages=[pb.Message(role=pb.MESSAGE_ROLE_USER, content="planted")],
     ),
+    ("AppendMessages", "prompt_receipt_id"): lambda a, b: api.AppendMessagesRequest(
+        agent_id=a.agent,
+        conversation_id=CONVERSATION,
+        messages=[pb.Message(role=pb.MESSAGE_ROLE_USER, content="planted")],
+        prompt_receipt_id=b.receipt,
+    ),
     ("ListMessages", "agent_id"): lambda a, b: api.ListMessagesRequest(agent_id=b.agent),
     ("CreateArchive", "agent_id"): lambda a, b: api.CreateArchiveRequest(
         agent_id=b.agent, archive=pb.Archive(name="planted")
@@ -170,6 +176,7 @@ CASES: dict[tuple[str, str], Build] = {
     ("Reindex", "agent_id"): lambda a, b: api.ReindexRequest(agent_id=b.agent),
     ("RenderMemory", "agent_id"): lambda a, b: api.RenderMemoryRequest(agent_id=b.agent),
     ("GetSystemPrompt", "agent_id"): lambda a, b: api.GetSystemPromptRequest(agent_id=b.agent),
+    ("GetPromptReceipt", "receipt_id"): lambda a, b: api.GetPromptReceiptRequest(receipt_id=b.receipt),
     ("RecompileSystemPrompt", "agent_id"): lambda a, b: api.RecompileSystemPromptRequest(agent_id=b.agent),
     ("ExportAgentFile", "agent_id"): lambda a, b: api.ExportAgentFileRequest(
         agent_id=b.agent, with_messages=True

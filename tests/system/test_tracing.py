@@ -86,3 +86,23 @@ async def test_search_archival_is_one_trace_across_both_services(
     assert ancestor is outer, "RetrievalService's Search is not under MemoryService's call"
     # the call's own store reads (the outbox's background transactions are traces of their own)
     assert any(s.name == "store.transaction" and _parent_id(s) == outer.context.span_id for s in finished)
+
+
+async def test_prompt_reads_and_appends_carry_the_prompt_receipt_id(
+    memory: MemoryStub, spans: InMemorySpanExporter
+) -> None:
+    agent = await memory.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="receipts")))
+    spans.clear()
+    prompt = await memory.GetSystemPrompt(api.GetSystemPromptRequest(agent_id=agent.id))
+    await memory.AppendMessages(
+        api.AppendMessagesRequest(
+            agent_id=agent.id,
+            messages=[pb.Message(role=pb.MESSAGE_ROLE_ASSISTANT, content="Hello!")],
+            prompt_receipt_id=prompt.receipt.id,
+        )
+    )
+    finished = spans.get_finished_spans()
+    for method in ("GetSystemPrompt", "AppendMessages"):
+        span = _named(finished, f"strata.memory.v1.MemoryService/{method}")
+        assert span.attributes is not None
+        assert span.attributes["strata.prompt_receipt_id"] == prompt.receipt.id

@@ -29,7 +29,9 @@ import {
   MessageSchema,
   type Passage,
   PassageSchema,
+  type PromptReceipt,
   RenderMode,
+  type SystemPrompt,
 } from "./gen/strata/memory/v1/resources_pb.js";
 import { createStrataTransport, type StrataOptions } from "./transport.js";
 
@@ -204,6 +206,19 @@ export class MemoryClient {
   }
 
   /**
+   * The stored system prompt, whether memory changed since (`stale`) and its `receipt`: the block ids
+   * and versions and the counts it was built from, under a stable id to pass to `appendMessages`.
+   */
+  systemPrompt(agentId: string, conversationId = "", call?: CallOptions): Promise<SystemPrompt> {
+    return typed(this.raw.getSystemPrompt({ agentId, conversationId }, call));
+  }
+
+  /** A prompt receipt by id (SystemPrompt.receipt.id, or a message's promptReceiptId). */
+  promptReceipt(receiptId: string, call?: CallOptions): Promise<PromptReceipt> {
+    return typed(this.raw.getPromptReceipt({ receiptId }, call));
+  }
+
+  /**
    * Insert passages into the agent's default archive; `waitSearchable` returns once they are searchable.
    * The call carries `requestId` (a new UUID when not given): a retry of it, by a mesh or by you with
    * the same `requestId`, stores the passages once.
@@ -257,11 +272,14 @@ export class MemoryClient {
     return response.hits;
   }
 
-  /** Store messages in order; `requestId` as in `insertArchival` (a retry stores them once). */
+  /**
+   * Store messages in order; `requestId` as in `insertArchival` (a retry stores them once);
+   * `promptReceiptId` (SystemPrompt.receipt.id) is recorded on each message.
+   */
   async appendMessages(
     agentId: string,
     messages: readonly MessageInit[],
-    options: { conversationId?: string; waitSearchable?: boolean; requestId?: string } = {},
+    options: { conversationId?: string; waitSearchable?: boolean; requestId?: string; promptReceiptId?: string } = {},
     call?: CallOptions,
   ): Promise<Message[]> {
     const response = await typed(
@@ -272,6 +290,7 @@ export class MemoryClient {
           messages: messages.map((m) => create(MessageSchema, { role: m.role, content: m.content, name: m.name ?? "" })),
           waitSearchable: options.waitSearchable ?? false,
           requestId: options.requestId || randomUUID(),
+          promptReceiptId: options.promptReceiptId ?? "",
         },
         call,
       ),

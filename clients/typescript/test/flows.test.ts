@@ -138,6 +138,23 @@ describe("MemoryService through the TypeScript client", () => {
     assert.equal((await client.getBlock(key)).value, merged.value);
   });
 
+  test("a prompt's receipt names its block versions and is recorded on the messages it produced", async () => {
+    const client = strata.client();
+    const agent = await client.createAgent({ name: "receipts", blocks: [{ label: "notes", value: "Ada" }] });
+    const prompt = await client.systemPrompt(agent.id);
+    const receipt = prompt.receipt;
+    assert.ok(receipt, "the stored prompt has a receipt");
+    assert.deepEqual(
+      receipt.blocks.map((b) => [b.label, b.version]),
+      [["notes", 1n]],
+    );
+    const [message] = await client.appendMessages(agent.id, [{ role: MessageRole.ASSISTANT, content: "Hi Ada" }], {
+      promptReceiptId: receipt.id,
+    });
+    assert.equal(message?.promptReceiptId, receipt.id);
+    assert.deepEqual((await client.promptReceipt(receipt.id)).blocks, receipt.blocks);
+  });
+
   test("bad input is an InvalidArgumentError naming the field; a missing agent a NotFoundError", async () => {
     const client = strata.client();
     const agent = await client.createAgent({ name: "limits", blocks: [{ label: "notes", value: "x" }] });

@@ -17,6 +17,7 @@ from strata_memory.domain.model import (
     RenderMode,
     ToolResultStyle,
 )
+from strata_memory.domain.receipts import PromptReceipt
 from strata_memory.operations.prompts import PromptView
 from strata_memory.operations.search import Hit
 from strata_memory.store.records import (
@@ -227,6 +228,7 @@ def message_to_proto(message: MessageRecord) -> pb.Message:
         tool_call_id=message.tool_call_id,
         sequence=message.sequence,
         create_time=timestamp(message.created_us),
+        prompt_receipt_id=message.prompt_receipt_id,
     )
 
 
@@ -254,6 +256,25 @@ def prompt_to_proto(view: PromptView) -> pb.SystemPrompt:
         text=prompt.text,
         compile_time=timestamp(prompt.compiled_us),
         stale=view.stale,
+        receipt=receipt_to_proto(prompt.receipt) if prompt.receipt else None,
+    )
+
+
+def receipt_to_proto(receipt: PromptReceipt) -> pb.PromptReceipt:
+    return pb.PromptReceipt(
+        id=receipt.id,
+        agent_id=receipt.agent_id,
+        compile_time=timestamp(receipt.compiled_us),
+        render_mode=_inverse(RENDER_MODES)[RenderMode(receipt.render_mode)],
+        blocks=[
+            pb.PromptReceiptBlock(block_id=b.block_id, label=b.label, version=b.version)
+            for b in receipt.blocks
+        ],
+        message_count=receipt.message_count,
+        passage_count=receipt.passage_count,
+        file_count=receipt.file_count,
+        archival_tags=list(receipt.tags),
+        system_sha256=receipt.system_sha256,
     )
 
 

@@ -24,8 +24,11 @@ from strata_memory.operations.tools import ToolCall
 from strata_memory.request_checks import checked_requests
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
+from strata_serving.tracing import annotate
 
 Context = grpc.aio.ServicerContext[Any, Any]
+RECEIPT_ATTRIBUTE = "strata.prompt_receipt_id"
+"""The span attribute naming the prompt receipt a call returned or was given."""
 
 
 @checked_requests(api.DESCRIPTOR.services_by_name["MemoryService"])  # no NUL, no unknown enum value
@@ -236,7 +239,10 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
             conv.conversation_or_default(request.conversation_id),
             messages,
             request_id=request.request_id,
+            prompt_receipt_id=request.prompt_receipt_id,
         )
+        if request.prompt_receipt_id:
+            annotate(RECEIPT_ATTRIBUTE, request.prompt_receipt_id)
         await self._maybe_wait(written, request.wait_searchable, context)
         return api.AppendMessagesResponse(messages=[conv.message_to_proto(m) for m in written.items])
 
@@ -270,7 +276,16 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
     async def GetSystemPrompt(self, request: api.GetSystemPromptRequest, context: Context) -> pb.SystemPrompt:
         agent_id = conv.required(request.agent_id, "agent_id")
         conversation = conv.conversation_or_default(request.conversation_id)
-        return conv.prompt_to_proto(await self._ops.prompts.get(tenant_of(context), agent_id, conversation))
+        view = await self._ops.prompts.get(tenant_of(context), agent_id, conversation)
+        if view.prompt.receipt is not None:
+            annotate(RECEIPT_ATTRIBUTE, view.prompt.receipt.id)
+        return conv.prompt_to_proto(view)
+
+    async def GetPromptReceipt(
+        self, request: api.GetPromptReceiptRequest, context: Context
+    ) -> pb.PromptReceipt:
+        receipt_id = conv.required(request.receipt_id, "receipt_id")
+        return conv.receipt_to_proto(await self._ops.prompts.receipt(tenant_of(context), receipt_id))
 
     async def RecompileSystemPrompt(
         self, request: api.RecompileSystemPromptRequest, context: Context
@@ -281,6 +296,8 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
             tenant_of(context), agent_id, conversation, dry_run=request.dry_run
         )
         view = PromptView(done.prompt, stale=False)
+        if done.prompt.receipt is not None:
+            annotate(RECEIPT_ATTRIBUTE, done.prompt.receipt.id)
         return api.RecompileSystemPromptResponse(
             prompt=conv.prompt_to_proto(view), diff=done.diff, saved=done.saved
         )

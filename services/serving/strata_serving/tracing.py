@@ -35,6 +35,12 @@ def child_span(name: str, **attributes: str | int | float | bool) -> contextlib.
     return _tracer.start_as_current_span(name, attributes=attributes)
 
 
+def annotate(name: str, value: str | int | float | bool) -> None:
+    """Record ``name = value`` on the current span (the RPC's server span inside a handler); nothing
+    outside a recording span."""
+    trace.get_current_span().set_attribute(name, value)
+
+
 def in_context(function: Callable[_P, _R]) -> Callable[_P, _R]:
     """``function`` bound to the caller's context (current span, request id), for an executor."""
     captured = contextvars.copy_context()

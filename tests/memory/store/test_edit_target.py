@@ -97,12 +97,13 @@ async def test_an_edit_of_a_shared_block_also_finds_and_recompiles_its_other_hol
         with recorded((db._reader, db._writer), first_keyword) as sent[label]:
             assert (await runner.execute(append(label))).ok
     first = "BEGIN" if db.is_sqlite else "SELECT"
-    assert sent["persona"] == [first, "SELECT", "UPDATE", "INSERT", "UPDATE"]
+    assert sent["persona"] == [first, "SELECT", "UPDATE", "INSERT", "INSERT", "UPDATE"]  # + the receipt
     # Then the block's holders, and the other holder read locked, its counts and blocks read and its
     # snapshot rewritten.
     assert sent["human"] == [
         *sent["persona"][:4],
         "SELECT",
+        "INSERT",
         "UPDATE",
-        *("SELECT", "SELECT", "SELECT", "UPDATE"),
+        *("SELECT", "SELECT", "SELECT", "INSERT", "UPDATE"),
     ]

@@ -1,4 +1,4 @@
-"""``strata prompt show|render|recompile`` and ``strata tools list|exec``."""
+"""``strata prompt show|render|recompile|receipt`` and ``strata tools list|exec``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,15 @@ from strata.memory.v1 import resources_pb2 as pb
 def register(subparsers: Subparsers) -> None:
     prompts = group(subparsers, "prompt", "rendered memory and the compiled system prompt")
 
-    show = command(prompts, "show", "the stored system prompt (and whether it is stale)", _show)
+    show = command(
+        prompts, "show", "the stored system prompt (and whether it is stale; --json: its receipt)", _show
+    )
     _add_conversation(show)
+
+    receipt = command(
+        prompts, "receipt", "what a compiled prompt was built from (block versions, counts, time)", _receipt
+    )
+    receipt.add_argument("receipt_id", metavar="RECEIPT", help="SystemPrompt.receipt.id or a message's")
 
     render = command(prompts, "render", "core memory rendered now, in any mode", _render)
     render.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
@@ -35,6 +42,13 @@ def register(subparsers: Subparsers) -> None:
     execute.add_argument("--args", dest="arguments", default="{}", metavar="JSON", help="arguments as JSON")
     execute.add_argument("--conversation", dest="conversation_id", metavar="CONVERSATION", default="")
     execute.add_argument("--etag", default="", help="edit only if the target block's etag is still this")
+    execute.add_argument(
+        "--based-on",
+        dest="base_etag",
+        default="",
+        metavar="ETAG",
+        help="the call was written against that version of its block: merge onto changes since",
+    )
 
 
 def _add_conversation(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +71,18 @@ def _show(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
             print("strata: note: memory changed since this prompt was compiled", file=sys.stderr)
 
     out.show(prompt, human)
+
+
+def _receipt(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
+    found = client.get_prompt_receipt(receipt_id=args.receipt_id)
+
+    def human() -> None:
+        out.line(f"receipt {found.id} of agent {found.agent_id}")
+        out.line(f"compiled {found.compile_time.ToJsonString()}")
+        out.line(f"messages {found.message_count}, passages {found.passage_count}, files {found.file_count}")
+        out.table(["BLOCK", "LABEL", "VERSION"], [(b.block_id, b.label, b.version) for b in found.blocks])
+
+    out.show(found, human)
 
 
 def _render(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
@@ -98,6 +124,7 @@ def _execute(client: MemoryClient, args: argparse.Namespace, out: Printer) -> in
         arguments=args.arguments,
         conversation_id=args.conversation_id,
         etag=args.etag,
+        base_etag=args.base_etag,
     )
 
     def human() -> None:

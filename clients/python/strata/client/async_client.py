@@ -246,12 +246,15 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
         conversation_id: str = "",
         wait_searchable: bool = False,
         request_id: str = "",
+        prompt_receipt_id: str = "",
     ) -> api.AppendMessagesResponse:
         """Store messages in order (in ``default`` without ``conversation_id``); returns them as stored.
 
         With ``wait_searchable`` the call returns once they are indexed (bounded by its deadline).
         The call carries ``request_id`` (a new UUID when not given), so the channel retries it on
         UNAVAILABLE and the server stores the messages once; pass your own to retry it yourself later.
+        ``prompt_receipt_id`` (``SystemPrompt.receipt.id``) is recorded on every message: the prompt
+        the messages were generated under (``get_prompt_receipt`` reads it back).
         """
         request = api.AppendMessagesRequest(
             agent_id=agent_id,
@@ -259,6 +262,7 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
             messages=messages,
             wait_searchable=wait_searchable,
             request_id=request_id_or_new(request_id),
+            prompt_receipt_id=prompt_receipt_id,
         )
         return await self._call(self._stub.AppendMessages, request)
 
@@ -317,6 +321,11 @@ class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
         """The stored compiled prompt and whether memory changed since it was compiled."""
         request = api.GetSystemPromptRequest(agent_id=agent_id, conversation_id=conversation_id)
         return await self._call(self._stub.GetSystemPrompt, request)
+
+    async def get_prompt_receipt(self, *, receipt_id: str) -> pb.PromptReceipt:
+        """What a compiled prompt was built from: block ids and versions, metadata counts, time."""
+        request = api.GetPromptReceiptRequest(receipt_id=receipt_id)
+        return await self._call(self._stub.GetPromptReceipt, request)
 
     async def recompile_system_prompt(
         self, *, agent_id: str, conversation_id: str = "", dry_run: bool = False

@@ -157,6 +157,20 @@ class ConversationNotFound(NotFound):
         )
 
 
+class ReceiptNotFound(NotFound):
+    """No prompt receipt has this id (in this tenant, or of this agent)."""
+
+    default_reason = "RECEIPT_NOT_FOUND"
+
+    def __init__(self, receipt_id: str, *, agent_id: str = "") -> None:
+        of = f" of agent '{agent_id}'" if agent_id else ""
+        super().__init__(
+            f"Prompt receipt '{receipt_id}'{of} not found: send the receipt id GetSystemPrompt or "
+            "RecompileSystemPrompt returned for this agent.",
+            metadata={"receipt_id": receipt_id},
+        )
+
+
 class FileNotFound(NotFound):
     default_reason = "FILE_NOT_FOUND"
 

@@ -11,6 +11,7 @@ from strata_memory.limits import MAX_MESSAGES_PER_APPEND
 from strata_memory.operations.agents import new_id
 from strata_memory.operations.archival import IndexQueue, Written
 from strata_memory.operations.idempotency import Once, in_order
+from strata_memory.operations.prompts import receipt_of
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import index_jobs
 from strata_memory.store import messages as message_rows
@@ -49,11 +50,15 @@ class Messages:
         messages: Sequence[MessageRecord],
         *,
         request_id: str = "",
+        prompt_receipt_id: str = "",
     ) -> Written[list[MessageRecord]]:
         """Store messages and, in the same transaction, the jobs that index them for recall search.
 
-        With a ``request_id``, a repeat of the call returns what the first stored (``idempotency``)."""
+        With a ``request_id``, a repeat of the call returns what the first stored (``idempotency``).
+        With a ``prompt_receipt_id`` (a receipt of this agent's prompts), every message records it."""
         checked_messages(messages)
+        if prompt_receipt_id:
+            messages = [dataclasses.replace(m, prompt_receipt_id=prompt_receipt_id) for m in messages]
         once = Once.of(tenant_id, "AppendMessages", request_id, agent_id, conversation_id, list(messages))
         stamp = now_us()
         prepared = [
@@ -74,6 +79,8 @@ class Messages:
                 return Written(found, index_jobs.pending_for(conn, tenant_id, earlier))
             first = agent_rows.reserve_sequences_of(conn, tenant_id, agent_id, len(prepared))
             agent_rows.get_conversation(conn, agent_id, conversation_id)
+            if prompt_receipt_id:
+                receipt_of(conn, tenant_id, prompt_receipt_id, agent_id=agent_id)
             stored = message_rows.append(conn, prepared, first=first)
             return Written(
                 stored, index_jobs.enqueue(conn, tenant_id, index_jobs.UPSERT, [m.id for m in stored])

@@ -17,14 +17,17 @@ from itertools import groupby
 
 from sqlalchemy.engine import Connection
 
+from strata_memory.domain.errors import ReceiptNotFound
 from strata_memory.domain.model import Directory, FileBlock, RecompilePolicy, RenderMode
 from strata_memory.domain.prompt import MemoryStats, assemble_system_prompt, render_memory_metadata
+from strata_memory.domain.receipts import BlockUse, PromptReceipt, system_digest
 from strata_memory.domain.render import render_directories
 from strata_memory.operations.render_cache import RenderCache
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
 from strata_memory.store import files as file_rows
 from strata_memory.store import prompts as prompt_rows
+from strata_memory.store import receipts as receipt_rows
 from strata_memory.store.database import Database
 from strata_memory.store.prompts import MemoryCounts, PromptSnapshot
 from strata_memory.store.records import AgentRecord, BlockRecord, FileRecord, PromptRecord, to_datetime
@@ -58,6 +61,9 @@ class Prompts:
     async def get(self, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
         return await self._db.read(lambda conn: self._view(conn, tenant_id, agent_id, conversation_id))
 
+    async def receipt(self, tenant_id: str, receipt_id: str) -> PromptReceipt:
+        return await self._db.read(lambda conn: receipt_of(conn, tenant_id, receipt_id))
+
     async def recompile(
         self, tenant_id: str, agent_id: str, conversation_id: str, *, dry_run: bool
     ) -> Recompiled:
@@ -69,6 +75,7 @@ class Prompts:
             diff = unified_diff(previous.text if previous else "", fresh.text)
             if not dry_run:
                 prompt_rows.save_prompt(conn, fresh)
+                fresh = _as_recorded(conn, fresh)
             return Recompiled(fresh, diff, saved=not dry_run)
 
         if dry_run:
@@ -114,6 +121,7 @@ class Prompts:
             passage_count=snapshot.archival_count,
             tags=tuple(snapshot.archival_tags),
             compiled_us=_us(now),
+            receipt=_receipt(agent, snapshot, now),
         )
         prompt_rows.save_snapshot(conn, agent.id, stored)
 
@@ -149,8 +157,10 @@ class Prompts:
         agent = agent_rows.get_agent(conn, tenant_id, agent_id)
         found, counts = prompt_rows.conversation_prompt(conn, agent_id, conversation_id)
         stored = _assembled(agent_id, conversation_id, found)
-        if stored is None:
-            return PromptView(self.compile(conn, agent, conversation_id), stale=True)
+        if stored is None:  # compiled now, not stored: no receipt is recorded for it
+            return PromptView(
+                dataclasses.replace(self.compile(conn, agent, conversation_id), receipt=None), stale=True
+            )
         snapshot = self._snapshot(conn, agent, counts=counts)
         current = _fingerprint(agent.id, agent.system, agent.timezone, snapshot, conversation_id)
         return PromptView(stored, stale=stored.fingerprint != current)
@@ -163,11 +173,15 @@ class Prompts:
         counts: MemoryCounts | None = None,
     ) -> _Snapshot:
         counts = counts or prompt_rows.memory_counts(conn, agent.id)
+        if blocks is None:
+            blocks = block_rows.agent_blocks(conn, agent.id)
         return _Snapshot(
             memory=self._core_memory(conn, agent.id, agent.render_mode, blocks, files=counts.files > 0),
             message_count=counts.messages,
             archival_count=counts.passages,
             archival_tags=counts.tags,
+            blocks=tuple(BlockUse(r.block.id, r.block.label, r.block.version) for r in blocks),
+            file_count=counts.files,
         )
 
     def _core_memory(
@@ -198,6 +212,9 @@ class _Snapshot:
     message_count: int
     archival_count: int
     archival_tags: list[str]
+    blocks: tuple[BlockUse, ...] = ()
+    """The blocks rendered, in order, at the versions read."""
+    file_count: int = 0
 
 
 def _stored(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | None:
@@ -215,13 +232,30 @@ def _assembled(
     record = _assemble(
         agent_id, found.system, found.timezone, snapshot, conversation_id=conversation_id, now=moment
     )
-    return dataclasses.replace(record, compiled_us=found.compiled_us)
+    return dataclasses.replace(record, compiled_us=found.compiled_us, receipt=found.receipt)
 
 
 def _prompt(agent: AgentRecord, snapshot: _Snapshot, conversation_id: str, now: datetime) -> PromptRecord:
-    """The system prompt text and its fingerprint (everything but the recompile timestamp)."""
-    return _assemble(
+    """The system prompt text, its fingerprint (everything but the recompile timestamp) and receipt."""
+    record = _assemble(
         agent.id, agent.system, agent.timezone, snapshot, conversation_id=conversation_id, now=now
+    )
+    return dataclasses.replace(record, receipt=_receipt(agent, snapshot, now))
+
+
+def _receipt(agent: AgentRecord, snapshot: _Snapshot, now: datetime) -> PromptReceipt:
+    """What a prompt compiled at ``now`` from ``snapshot`` was built from."""
+    return PromptReceipt(
+        tenant_id=agent.tenant_id,
+        agent_id=agent.id,
+        compiled_us=_us(now),
+        render_mode=agent.render_mode.value,
+        blocks=snapshot.blocks,
+        message_count=snapshot.message_count,
+        passage_count=snapshot.archival_count,
+        file_count=snapshot.file_count,
+        tags=tuple(snapshot.archival_tags),
+        system_sha256=system_digest(agent.system),
     )
 
 
@@ -253,6 +287,21 @@ def _stats(
         archival_count=snapshot.archival_count,
         archival_tags=snapshot.archival_tags,
     )
+
+
+def _as_recorded(conn: Connection, prompt: PromptRecord) -> PromptRecord:
+    """The prompt with its receipt as recorded (the same memory compiled before keeps that time)."""
+    if prompt.receipt is None:
+        return prompt
+    return dataclasses.replace(prompt, receipt=receipt_of(conn, prompt.receipt.tenant_id, prompt.receipt.id))
+
+
+def receipt_of(conn: Connection, tenant_id: str, receipt_id: str, *, agent_id: str = "") -> PromptReceipt:
+    """The tenant's receipt (of ``agent_id``'s prompts, when given); ReceiptNotFound otherwise."""
+    found = receipt_rows.get_receipt(conn, tenant_id, receipt_id)
+    if found is None or (agent_id and found.agent_id != agent_id):
+        raise ReceiptNotFound(receipt_id, agent_id=agent_id)
+    return found
 
 
 def directories(files: Iterable[FileRecord]) -> list[Directory]:

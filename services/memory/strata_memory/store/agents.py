@@ -139,7 +139,13 @@ def write_agent(conn: Connection, current: AgentRecord, new: AgentRecord) -> Age
 def delete_agent(conn: Connection, agent: AgentRecord) -> None:
     """Delete the agent with its messages, files, prompts and conversations; orphaned blocks go too."""
     block_ids = [b.block.id for b in blocks.agent_blocks(conn, agent.id)]
-    for table in (schema.messages, schema.files, schema.conversations, schema.agent_blocks):
+    for table in (
+        schema.messages,
+        schema.files,
+        schema.conversations,
+        schema.agent_blocks,
+        schema.prompt_receipts,
+    ):
         conn.execute(delete(table).where(table.c.agent_id == agent.id))
     conn.execute(delete(schema.system_prompts).where(schema.system_prompts.c.agent_id == agent.id))
     conn.execute(delete(schema.prompt_snapshots).where(schema.prompt_snapshots.c.agent_id == agent.id))

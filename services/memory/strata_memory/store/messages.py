@@ -64,6 +64,7 @@ def _numbered(message: MessageRecord, sequence: int) -> MessageRecord:
         tool_call_id=message.tool_call_id,
         sequence=sequence,
         created_us=message.created_us,
+        prompt_receipt_id=message.prompt_receipt_id,
     )
 
 
@@ -80,6 +81,7 @@ def _columns(message: MessageRecord) -> dict[str, object]:
         "tool_call_id": message.tool_call_id,
         "sequence": message.sequence,
         "created_us": message.created_us,
+        "prompt_receipt_id": message.prompt_receipt_id or None,
     }
 
 
@@ -97,6 +99,7 @@ def _record(row: RowMapping) -> MessageRecord:
         tool_call_id=row["tool_call_id"],
         sequence=row["sequence"],
         created_us=row["created_us"],
+        prompt_receipt_id=row["prompt_receipt_id"] or "",
     )
 
 

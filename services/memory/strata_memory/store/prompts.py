@@ -20,7 +20,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.domain.errors import ConversationNotFound
+from strata_memory.domain.receipts import PromptReceipt
 from strata_memory.store import schema
+from strata_memory.store.receipts import receipt_from_row, save_receipt
 from strata_memory.store.records import PromptRecord
 
 _prompts = schema.system_prompts
@@ -79,6 +81,7 @@ def _point_every_conversation(insert_for_dialect: Any) -> Any:
         set_={
             "text": "",
             "fingerprint": "",
+            "receipt_id": None,  # the snapshot's receipt is the prompt's
             "compiled_us": statement.excluded.compiled_us,
             "snapshot_id": statement.excluded.snapshot_id,
         },
@@ -132,14 +135,17 @@ _TAGS = (  # each archive's distinct tags, kept beside its passages (not read fr
     .order_by(schema.archive_tags.c.tag)
 )
 
-# A conversation with its stored prompt, the snapshot that prompt points at and the agent's counts, in
-# one statement (the prompt and snapshot columns are NULL when there is none).
+# A conversation with its stored prompt, the snapshot that prompt points at, the receipt of either and
+# the agent's counts, in one statement (the prompt, snapshot and receipt columns are NULL when there is
+# none).
+_receipt = schema.prompt_receipts.alias("receipt")
 _CONVERSATION_PROMPT = (
     select(
         _prompts.c.text,
         _prompts.c.fingerprint,
         _prompts.c.compiled_us.label("prompt_us"),
         _prompts.c.snapshot_id,
+        *(column.label(f"receipt_{column.name}") for column in _receipt.c),
         _snapshots.c.system,
         _snapshots.c.memory,
         _snapshots.c.timezone,
@@ -156,7 +162,9 @@ _CONVERSATION_PROMPT = (
                 _prompts.c.agent_id == _conversations.c.agent_id,
                 _prompts.c.conversation_id == _conversations.c.id,
             ),
-        ).outerjoin(_snapshots, _snapshots.c.id == _prompts.c.snapshot_id)
+        )
+        .outerjoin(_snapshots, _snapshots.c.id == _prompts.c.snapshot_id)
+        .outerjoin(_receipt, _receipt.c.id == func.coalesce(_snapshots.c.receipt_id, _prompts.c.receipt_id))
     )
     .where(
         _conversations.c.agent_id == bindparam("agent_id"),
@@ -199,10 +207,13 @@ class PromptSnapshot:
     passage_count: int
     tags: tuple[str, ...]
     compiled_us: int
+    receipt: PromptReceipt | None = None
+    """What the snapshot was built from; None for snapshots stored before receipts were recorded."""
 
 
 def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptRecord | PromptSnapshot | None:
-    """The stored prompt: its text, or the snapshot to assemble it from; None if there is none."""
+    """The stored prompt: its text, or the snapshot to assemble it from; None if there is none (its
+    receipt is not read: :func:`conversation_prompt` reads it)."""
     params = {"agent_id": agent_id, "conversation_id": conversation_id}
     row = conn.execute(_PROMPT, params).mappings().first()
     if row is None:
@@ -227,13 +238,20 @@ def conversation_prompt(
     counts = counts_with_tags(conn, agent_id, row["messages"], row["passages"], row["files"])
     if row["prompt_us"] is None:
         return None, counts
+    receipt = None
+    if row["receipt_id"] is not None:
+        receipt = receipt_from_row(
+            {k.removeprefix("receipt_"): v for k, v in row.items() if k.startswith("receipt_")}
+        )
     if row["snapshot_id"] is not None:
-        return _snapshot(row, row["snapshot_us"]), counts
-    stored = PromptRecord(agent_id, conversation_id, row["text"], row["fingerprint"], row["prompt_us"])
+        return _snapshot(row, row["snapshot_us"], receipt), counts
+    stored = PromptRecord(
+        agent_id, conversation_id, row["text"], row["fingerprint"], row["prompt_us"], receipt
+    )
     return stored, counts
 
 
-def _snapshot(row: RowMapping, compiled_us: int) -> PromptSnapshot:
+def _snapshot(row: RowMapping, compiled_us: int, receipt: PromptReceipt | None = None) -> PromptSnapshot:
     return PromptSnapshot(
         system=row["system"],
         memory=row["memory"],
@@ -242,6 +260,7 @@ def _snapshot(row: RowMapping, compiled_us: int) -> PromptSnapshot:
         passage_count=int(row["passage_count"]),
         tags=tuple(str(tag) for tag in row["tags"]),
         compiled_us=int(compiled_us),
+        receipt=receipt,
     )
 
 
@@ -257,9 +276,14 @@ def save_prompt(conn: Connection, prompt: PromptRecord) -> None:
             "fingerprint": prompt.fingerprint,
             "compiled_us": prompt.compiled_us,
             "snapshot_id": None,
+            "receipt_id": _saved(conn, prompt.receipt),
         },
     )
     conn.execute(_DROP_UNUSED, {"for_agent": prompt.agent_id})
+
+
+def _saved(conn: Connection, receipt: PromptReceipt | None) -> str | None:
+    return None if receipt is None else save_receipt(conn, receipt)
 
 
 def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> None:
@@ -275,6 +299,7 @@ def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> 
         "passage_count": snapshot.passage_count,
         "tags": list(snapshot.tags),
         "compiled_us": snapshot.compiled_us,
+        "receipt_id": _saved(conn, snapshot.receipt),
     }
     rewrite = {"for_agent": agent_id, **values}
     if conn.execute(_REWRITE_POINTED_SNAPSHOT, rewrite).rowcount == 1:

@@ -103,6 +103,7 @@ system_prompts = Table(
     Column("compiled_us", BigInteger, nullable=False),
     Column("snapshot_id", String(64), nullable=True),
     # Set: the text is assembled from that snapshot on read (``text`` and ``fingerprint`` are empty).
+    Column("receipt_id", String(64), nullable=True),  # this row's own text's receipt (prompt_receipts)
 )
 
 prompt_snapshots = Table(
@@ -117,6 +118,24 @@ prompt_snapshots = Table(
     Column("passage_count", BigInteger, nullable=False),
     Column("tags", JSON, nullable=False),
     Column("compiled_us", BigInteger, nullable=False),
+    Column("receipt_id", String(64), nullable=True),  # NULL for snapshots compiled before receipts
+)
+
+# What each compiled prompt was built from (domain/receipts.py), recorded once per id, never changed.
+prompt_receipts = Table(
+    "prompt_receipts",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("tenant_id", String(128), nullable=False),
+    Column("agent_id", String(64), ForeignKey("agents.id", ondelete="CASCADE"), nullable=False, index=True),
+    Column("compiled_us", BigInteger, nullable=False),
+    Column("render_mode", String(32), nullable=False),
+    Column("blocks", JSON, nullable=False),  # [[block_id, label, version], ...] in render order
+    Column("message_count", BigInteger, nullable=False),
+    Column("passage_count", BigInteger, nullable=False),
+    Column("file_count", BigInteger, nullable=False),
+    Column("tags", JSON, nullable=False),
+    Column("system_sha256", String(64), nullable=False),
 )
 
 files = Table(
@@ -150,6 +169,7 @@ messages = Table(
     Column("tool_call_id", Text, nullable=False),
     Column("sequence", BigInteger, nullable=False),
     Column("created_us", BigInteger, nullable=False),
+    Column("prompt_receipt_id", String(64), nullable=True),  # the prompt the message was answered under
     UniqueConstraint("agent_id", "sequence", name="uq_messages_sequence"),
     Index("ix_messages_conversation", "agent_id", "conversation_id", "sequence"),
 )

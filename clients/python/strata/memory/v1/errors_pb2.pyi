@@ -256,6 +256,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The base_etag sent names no version in the block's history (another object's etag, or not one).
     Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
     """
+    RECEIPT_NOT_FOUND: _ErrorReason.ValueType  # 56
+    """No prompt receipt has this id in the tenant (or, in AppendMessages, among the agent's receipts).
+    Status: NOT_FOUND. Metadata: receipt_id.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -486,5 +490,9 @@ JSON array of {field, base_start, base_end, base, current, proposed}; base_start
 UNKNOWN_BASE_ETAG: ErrorReason.ValueType  # 55
 """The base_etag sent names no version in the block's history (another object's etag, or not one).
 Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+"""
+RECEIPT_NOT_FOUND: ErrorReason.ValueType  # 56
+"""No prompt receipt has this id in the tenant (or, in AppendMessages, among the agent's receipts).
+Status: NOT_FOUND. Metadata: receipt_id.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

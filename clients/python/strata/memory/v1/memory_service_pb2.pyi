@@ -759,6 +759,7 @@ class AppendMessagesRequest(_message.Message):
     MESSAGES_FIELD_NUMBER: _builtins.int
     WAIT_SEARCHABLE_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    PROMPT_RECEIPT_ID_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     conversation_id: _builtins.str
     """Defaults to "default"."""
@@ -775,6 +776,11 @@ class AppendMessagesRequest(_message.Message):
     differ between retries. Empty: no deduplication (every call stores its messages). Not to be confused
     with the x-request-id metadata, which names one attempt in the logs.
     """
+    prompt_receipt_id: _builtins.str
+    """The receipt of the system prompt the messages were generated under (SystemPrompt.receipt.id, a
+    receipt of this agent): every message records it, so "which memory produced this answer" is one
+    GetPromptReceipt. Unknown, or another agent's: NOT_FOUND (RECEIPT_NOT_FOUND) and nothing is stored.
+    """
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_resources_pb2.Message]: ...
     def __init__(
@@ -785,10 +791,11 @@ class AppendMessagesRequest(_message.Message):
         messages: _abc.Iterable[_resources_pb2.Message] | None = ...,
         wait_searchable: _builtins.bool = ...,
         request_id: _builtins.str = ...,
+        prompt_receipt_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id", "messages", b"messages", "request_id", b"request_id", "wait_searchable", b"wait_searchable"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id", "messages", b"messages", "prompt_receipt_id", b"prompt_receipt_id", "request_id", b"request_id", "wait_searchable", b"wait_searchable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1468,6 +1475,25 @@ class GetSystemPromptRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetSystemPromptRequest: _TypeAlias = GetSystemPromptRequest  # noqa: Y015
+
+@_typing.final
+class GetPromptReceiptRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECEIPT_ID_FIELD_NUMBER: _builtins.int
+    receipt_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        receipt_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["receipt_id", b"receipt_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPromptReceiptRequest: _TypeAlias = GetPromptReceiptRequest  # noqa: Y015
 
 @_typing.final
 class RecompileSystemPromptRequest(_message.Message):

@@ -226,6 +226,11 @@ class MemoryServiceStub:
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.RecompileSystemPromptRequest.SerializeToString,
                 response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.RecompileSystemPromptResponse.FromString,
                 _registered_method=True)
+        self.GetPromptReceipt = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/GetPromptReceipt',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.GetPromptReceiptRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_resources__pb2.PromptReceipt.FromString,
+                _registered_method=True)
         self.ListTools = channel.unary_unary(
                 '/strata.memory.v1.MemoryService/ListTools',
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ListToolsRequest.SerializeToString,
@@ -498,6 +503,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetPromptReceipt(self, request, context):
+        """A prompt receipt by id (SystemPrompt.receipt.id, Message.prompt_receipt_id): which block versions
+        and counts a compiled prompt was built from. Receipts go with their agent (DeleteAgent).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTools(self, request, context):
         """Memory tools, as an LLM calls them.
         """
@@ -724,6 +737,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.RecompileSystemPrompt,
                     request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.RecompileSystemPromptRequest.FromString,
                     response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.RecompileSystemPromptResponse.SerializeToString,
+            ),
+            'GetPromptReceipt': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPromptReceipt,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.GetPromptReceiptRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_resources__pb2.PromptReceipt.SerializeToString,
             ),
             'ListTools': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTools,
@@ -1772,6 +1790,33 @@ class MemoryService:
             '/strata.memory.v1.MemoryService/RecompileSystemPrompt',
             strata_dot_memory_dot_v1_dot_memory__service__pb2.RecompileSystemPromptRequest.SerializeToString,
             strata_dot_memory_dot_v1_dot_memory__service__pb2.RecompileSystemPromptResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPromptReceipt(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/GetPromptReceipt',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.GetPromptReceiptRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_resources__pb2.PromptReceipt.FromString,
             options,
             channel_credentials,
             insecure,

@@ -100,6 +100,10 @@ class MemoryServiceStub:
     """Rendering and the system prompt."""
     GetSystemPrompt: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetSystemPromptRequest, _resources_pb2.SystemPrompt]
     RecompileSystemPrompt: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.RecompileSystemPromptRequest, _memory_service_pb2.RecompileSystemPromptResponse]
+    GetPromptReceipt: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetPromptReceiptRequest, _resources_pb2.PromptReceipt]
+    """A prompt receipt by id (SystemPrompt.receipt.id, Message.prompt_receipt_id): which block versions
+    and counts a compiled prompt was built from. Receipts go with their agent (DeleteAgent).
+    """
     ListTools: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListToolsRequest, _memory_service_pb2.ListToolsResponse]
     """Memory tools, as an LLM calls them."""
     ExecuteTool: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ExecuteToolRequest, _memory_service_pb2.ExecuteToolResponse]
@@ -178,6 +182,10 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """Rendering and the system prompt."""
     GetSystemPrompt: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetSystemPromptRequest, _resources_pb2.SystemPrompt]  # type: ignore[assignment]
     RecompileSystemPrompt: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.RecompileSystemPromptRequest, _memory_service_pb2.RecompileSystemPromptResponse]  # type: ignore[assignment]
+    GetPromptReceipt: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetPromptReceiptRequest, _resources_pb2.PromptReceipt]  # type: ignore[assignment]
+    """A prompt receipt by id (SystemPrompt.receipt.id, Message.prompt_receipt_id): which block versions
+    and counts a compiled prompt was built from. Receipts go with their agent (DeleteAgent).
+    """
     ListTools: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListToolsRequest, _memory_service_pb2.ListToolsResponse]  # type: ignore[assignment]
     """Memory tools, as an LLM calls them."""
     ExecuteTool: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ExecuteToolRequest, _memory_service_pb2.ExecuteToolResponse]  # type: ignore[assignment]
@@ -481,6 +489,16 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.RecompileSystemPromptRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.RecompileSystemPromptResponse, _abc.Awaitable[_memory_service_pb2.RecompileSystemPromptResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def GetPromptReceipt(
+        self,
+        request: _memory_service_pb2.GetPromptReceiptRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_resources_pb2.PromptReceipt, _abc.Awaitable[_resources_pb2.PromptReceipt]]:
+        """A prompt receipt by id (SystemPrompt.receipt.id, Message.prompt_receipt_id): which block versions
+        and counts a compiled prompt was built from. Receipts go with their agent (DeleteAgent).
+        """
 
     @_abc_1.abstractmethod
     def ListTools(

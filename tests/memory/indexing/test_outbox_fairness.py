@@ -4,7 +4,7 @@ two workers on one store deliver each job once (issue 15.2).
 The store is real (a SQLite file, and a PostgreSQL schema when STRATA_TEST_POSTGRES_URL is set) and
 the worker the real one. RetrievalService is replaced by a
 recorder that acknowledges at once: what is measured is the order and number of deliveries, which
-does not depend on how fast RetrievalService embeds (bench/outbox_fairness.py measures the wall-clock
+does not depend on how fast RetrievalService embeds (bench/perf/outbox_fairness.py measures the wall-clock
 delay through real services).
 """
 

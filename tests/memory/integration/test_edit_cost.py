@@ -6,7 +6,7 @@ SQL statements one edit sends about prompts and conversations — the same for 1
 conversations — and reads every conversation's prompt back: current, not stale, each with its own id.
 An edit rewrites the agent's snapshot row alone while every conversation points at it; one created
 since, or recompiled on its own, is pointed at it by the next edit. No timing is asserted
-(``bench/edit_cost.py`` measures it).
+(``bench/perf/edit_cost.py`` measures it).
 """
 
 from __future__ import annotations

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from bench.locomo_select import METRICS, Question, Ranks, Setting, table
+from bench.locomo.selection import METRICS, Question, Ranks, Setting, table
 from strata.client.async_stubs import MemoryStub
 
 if TYPE_CHECKING:
-    from bench.locomo_recall import IndexRun
-    from bench.locomo_services import Corpus
+    from bench.locomo.services import Corpus, IndexRun
 
 AFTER_DAYS = 31
 LIMIT = 20
@@ -67,8 +66,8 @@ async def date_filters(
     legs: Mapping[str, Mapping[tuple[str, int], Sequence[str]]],
 ) -> dict[str, Any]:
     """Hybrid recall of the questions naming a date, without and with a session-date range."""
-    from bench.locomo_select import evidence_ranks
-    from bench.locomo_services import search
+    from bench.locomo.selection import evidence_ranks
+    from bench.locomo.services import search
 
     dated = [(q, period) for q in questions if (period := named_period(q.text))]
     plain: dict[tuple[str, int], Ranks] = {}

@@ -2,7 +2,7 @@
 beside 1, 2 and 3 replicas on one PostgreSQL database, and the outbox's delivery rate and upserts per
 job with 1 and 3 replicas, in one run. Part of ``make bench``; alone:
 
-    python -m bench.replicas [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
+    python -m bench.replicas.scenario [--postgres postgresql+psycopg://postgres@127.0.0.1:5432/test]
 
 Throughput: every configuration's processes run at once (a fresh SQLite file; a fresh PostgreSQL
 schema each, dropped after) and the rounds are interleaved (each round runs every configuration, in a
@@ -13,7 +13,7 @@ one block are serialised by its row lock whatever the replica count). ``cores`` 
 process group used during the phase (``/proc``): the load generator, the replicas, the PostgreSQL
 backends serving them (found by ``application_name``) and the whole machine; everything shares this
 machine's cores, so the figures show which process runs out of CPU first, not what separate hosts
-would give. Outbox: ``bench.replicas_outbox``. Results: ``bench/results/replicas.json``.
+would give. Outbox: ``bench.replicas.outbox``. Results: ``bench/results/replicas.json``.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from sqlalchemy.exc import OperationalError
 
 from bench.perf import process_cpu
 from bench.perf.host import cpu_ticks, steal_percent
-from bench.replica_processes import Cluster, balanced_channel
-from bench.replicas_outbox import MESSAGES, outbox_delivery
+from bench.replicas.outbox import MESSAGES, outbox_delivery
+from bench.replicas.processes import Cluster, balanced_channel
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 CONCURRENCY = 32
 CONFIGS = (("sqlite", 1), ("postgresql", 1), ("postgresql", 2), ("postgresql", 3))
@@ -202,7 +202,7 @@ def run(work: Path, postgres: str = DEFAULT_POSTGRES, *, quick: bool = False) ->
         "runs": runs,
         "outbox": outbox,
         "meta": {
-            "command": "python -m bench.replicas",
+            "command": "python -m bench.replicas.scenario",
             "concurrency": CONCURRENCY,
             "rounds": sizes["rounds"],
             "cpus": os.cpu_count(),

@@ -1,11 +1,11 @@
 """Exploratory: would an equal-weight min-max score fusion (the one that lifts SciFact above 0.72 in
 ``make bench-quality``) lower LoCoMo recall? Not served; RRF stays the service's fusion.
 
-Run: ``python -m bench.locomo_score_fusion``. Indexes every LoCoMo conversation straight into a
+Run: ``python -m bench.locomo.score_fusion``. Indexes every LoCoMo conversation straight into a
 RetrievalEngine (no gRPC; the documents MemoryService builds by default: speaker-prefixed text, the
 previous turn as context for the full-text leg), takes each leg's top 100 with scores per question,
 and compares, per held-out conversation, the served RRF with the min-max fusion of
-bench/quality_scifact.py at depth 100. Writes ``bench/results/locomo_score_fusion.json``.
+bench/scifact/quality.py at depth 100. Writes ``bench/results/locomo_score_fusion.json``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.locomo_recall import RESULTS
-from bench.locomo_select import METRICS, Setting, evidence_ranks, fuse, scored
-from bench.locomo_services import conversations, load_questions, load_turns, session_time, turn_content
-from bench.quality_scifact import min_max_fusion
+from bench.locomo.recall import RESULTS
+from bench.locomo.selection import METRICS, Setting, evidence_ranks, fuse, scored
+from bench.locomo.services import conversations, load_questions, load_turns, session_time, turn_content
+from bench.scifact.quality import min_max_fusion
 from strata_memory.config import MemorySettings
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.main import load_embedder, open_engine
@@ -118,7 +118,7 @@ def main() -> None:
         for name in ("rrf (served weights)", "min-max")
     }
     result = {
-        "command": "python -m bench.locomo_score_fusion",
+        "command": "python -m bench.locomo.score_fusion",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "served_rrf": served.as_dict(),
         "min_max": {"weights": "equal", "depth": DEPTH},

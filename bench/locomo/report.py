@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.locomo_select import CATEGORIES, METRICS, OBJECTIVE, Grid, Question, Ranks, Setting
+from bench.locomo.selection import CATEGORIES, METRICS, OBJECTIVE, Grid, Question, Ranks, Setting
 
 if TYPE_CHECKING:
-    from bench.locomo_recall import IndexRun
+    from bench.locomo.services import IndexRun
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONTEXT_MODES = {
     "none": "message alone in both legs",
     "vector": "previous turn embedded with the message; text leg over the message alone",
@@ -151,7 +151,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     lines = [
         "# LoCoMo evidence recall (issue 4 item 7, issue 18 item 4)",
         "",
-        f"Written by `make bench-locomo` (`python -m bench.locomo_recall`) on {result['date']}, commit "
+        f"Written by `make bench-locomo` (`python -m bench.locomo.recall`) on {result['date']}, commit "
         f"{result['git_commit']}, run time {result['run_seconds']:.0f} s, load average "
         f"{', '.join(f'{x:.1f}' for x in result['machine']['load_average'])} "
         f"({result['machine']['cpus']} CPUs). "

@@ -1,10 +1,10 @@
 """Fusion and text-leg variants, measured on SciFact and on LoCoMo from one set of leg candidates.
 
-Run: ``python -m bench.fusion_lab collect`` once (indexes SciFact's 5,183 abstracts and every LoCoMo
+Run: ``python -m bench.fusion.lab collect`` once (indexes SciFact's 5,183 abstracts and every LoCoMo
 conversation into a fresh embedded engine, embeddings cached under ``.data/bench/lab``, and keeps each
-leg's top 100 with scores per query), then ``python -m bench.fusion_lab evaluate`` (seconds): every
+leg's top 100 with scores per query), then ``python -m bench.fusion.lab evaluate`` (seconds): every
 fusion variant's SciFact nDCG@10 and, on LoCoMo, its any@10 with its parameters chosen by
-leave-one-conversation-out (bench/locomo_select.py's folds) beside the served RRF's.
+leave-one-conversation-out (bench/locomo/selection.py's folds) beside the served RRF's.
 
 LoCoMo is indexed as MemoryService indexes recall by default (speaker-prefixed text, the previous
 turn as context of the text leg only); SciFact as ``make bench-quality`` does (title + abstract).
@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from bench import locomo_score_fusion as locomo_docs
-from bench import quality_scifact as sf
-from bench.locomo_select import scored
-from bench.locomo_services import conversations, load_questions
+from bench.fusion import LAB
+from bench.locomo import score_fusion as locomo_docs
+from bench.locomo.selection import scored
+from bench.locomo.services import conversations, load_questions
+from bench.scifact import data as sf
 from strata_memory.config import MemorySettings
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import FTS, VECTOR
@@ -42,7 +43,6 @@ from strata_retrieval.model import (
 )
 from strata_retrieval.settings import RetrievalSettings
 
-LAB = Path(".data/bench/lab")
 DEPTH = 100
 
 
@@ -148,7 +148,7 @@ def _local_dbsf_top20(legs: dict[str, list[list[Any]]]) -> list[str]:
 
 
 def collect_locomo() -> None:
-    """Also checks that the lab's DBSF (as bench/fusion_variants.py computes it) is what an engine
+    """Also checks that the lab's DBSF (as bench/fusion/variants.py computes it) is what an engine
     started with ``fusion=dbsf`` serves for MemoryService's recall request (top 20, every question)."""
     engine, embedder = _engine("index-locomo", fusion=Fusion.DBSF)
     locomo: dict[str, Any] = {}
@@ -181,7 +181,7 @@ def main() -> None:
     if args.step == "collect":
         collect(args.only)
     else:
-        from bench import fusion_variants
+        from bench.fusion import variants as fusion_variants
 
         fusion_variants.main()
 

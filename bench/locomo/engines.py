@@ -1,9 +1,9 @@
 """LoCoMo evidence recall on both retrieval engines, side by side (issue 15, item 4).
 
-Run: ``python -m bench.locomo_engines [--engine embedded|server|both]`` (``make bench-locomo`` runs it
-after ``bench.locomo_recall``, which chooses and measures the recall defaults on the embedded engine).
+Run: ``python -m bench.locomo.engines [--engine embedded|server|both]`` (``make bench-locomo`` runs it
+after ``bench.locomo.recall``, which chooses and measures the recall defaults on the embedded engine).
 For each engine: RetrievalService and MemoryService in this process on free loopback ports, every
-LoCoMo conversation appended as one agent's messages exactly as ``bench.locomo_recall`` does (its
+LoCoMo conversation appended as one agent's messages exactly as ``bench.locomo.recall`` does (its
 helpers), then every question of categories 1-4 with evidence through ``SearchMessages`` in modes
 vector, fts and hybrid (MemoryService's defaults, limit 20): evidence recall any@5/10/20 and
 all@5/10/20, overall and per category.
@@ -35,10 +35,10 @@ from typing import Any
 
 import grpc
 
-from bench import locomo_recall as locomo
-from bench import locomo_services as served
+from bench.locomo import recall as locomo
+from bench.locomo import services as served
 from bench.perf.serve import bench_precision
-from bench.quality_scifact import EmbeddedOnce
+from bench.scifact.quality import EmbeddedOnce
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
@@ -54,7 +54,7 @@ ENGINES: dict[str, dict[str, Any]] = {
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20)
 MODES = ("vector", "fts", "hybrid")
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parents[1] / "results"
 
 
 def conversations() -> list[str]:
@@ -195,7 +195,7 @@ def main() -> None:
     parser.add_argument("--engine", choices=[*ENGINES, "both"], default="both")
     args = parser.parse_args()
     engines = list(ENGINES) if args.engine == "both" else [args.engine]
-    command = "python -m bench.locomo_engines" + (f" --engine {args.engine}" if args.engine != "both" else "")
+    command = "python -m bench.locomo.engines" + (f" --engine {args.engine}" if args.engine != "both" else "")
     report = asyncio.run(run(engines, command))
     suffix = ("" if args.engine == "both" else f"_{args.engine}") + (
         "_sample" if served.CONVERSATIONS else ""

@@ -1,4 +1,4 @@
-"""The distribution-based score fusion rows of ``make bench-quality`` (bench/quality_scifact.py).
+"""The distribution-based score fusion rows of ``make bench-quality`` (bench/scifact/quality.py).
 
 Each row fuses one claim's candidates as a RetrievalService started with
 ``STRATA_RETRIEVAL_FUSION=dbsf`` does (:func:`strata_retrieval.fusion.dbsf_ranking` over each leg's

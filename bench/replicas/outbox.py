@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.perf import process_cpu
-from bench.replica_processes import Cluster, balanced_channel, child_environment, free_port
+from bench.replicas.processes import Cluster, balanced_channel, child_environment, free_port
 from strata.client.async_stubs import RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc

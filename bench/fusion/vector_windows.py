@@ -1,12 +1,12 @@
 """Passage scoring for the vector leg on SciFact: a document's cosine as the best of its windows.
 
-Run: ``python -m bench.vector_windows`` after ``python -m bench.fusion_lab collect`` (it reuses the
+Run: ``python -m bench.fusion.vector_windows`` after ``python -m bench.fusion.lab collect`` (it reuses the
 cached query vectors and the text leg's candidates). The embedder reads the first 256 tokens of a text
 (all-MiniLM-L6-v2 was trained on 128), and 60 % of SciFact's abstracts run past ~190 words. Here
 each abstract (title + text, as indexed) is also embedded as windows of ``WINDOW`` words every
 ``STRIDE`` words, and the vector leg scores a document by the best of its whole-text vector and its
 windows' (brute force over every vector). LoCoMo's turns are shorter than one window, so its vector
-leg would not change. Writes ``.data/bench/lab/vector_windows.json``; bench/fusion_report.py reads it.
+leg would not change. Writes ``.data/bench/lab/vector_windows.json``; bench/fusion/report.py reads it.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from bench import quality_scifact as sf
-from bench.fusion_lab import LAB, CachedEmbedder
-from bench.fusion_variants import dbsf, rrf
+from bench.fusion import LAB
+from bench.fusion.lab import CachedEmbedder
+from bench.fusion.variants import dbsf, rrf
+from bench.scifact import data as sf
 from strata_retrieval.main import load_embedder
 from strata_retrieval.settings import RetrievalSettings
 

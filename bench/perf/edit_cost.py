@@ -6,7 +6,7 @@ agent with a block of ``--block-chars`` characters and 1, 100 and 1,000 conversa
 Reported per conversation count: the median and mean wall time of ``--edits`` edits, and the SQL
 statements one edit sends about prompts and conversations.
 
-    .venv/bin/python -m bench.edit_cost            # writes bench/results/edit_cost.json and prints it
+    .venv/bin/python -m bench.perf.edit_cost            # writes bench/results/edit_cost.json and prints it
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
 
-RESULTS = Path(__file__).parent / "results" / "edit_cost.json"
+RESULTS = Path(__file__).parents[1] / "results" / "edit_cost.json"
 _PROMPT_TABLES = ("system_prompts", "prompt_snapshots", "conversations")
 
 

@@ -1,6 +1,6 @@
 """SciFact's engines side by side: the markdown table of a full run, and the two text legs alone.
 
-``python -m bench.quality_scifact --text-legs [--bm25-avg-len N]`` runs :func:`text_legs` (minutes, no
+``python -m bench.scifact.quality --text-legs [--bm25-avg-len N]`` runs :func:`text_legs` (minutes, no
 embedder): Tantivy BM25 against the server engine's BM25 sparse vectors on the same documents.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.scifact import data as q
 from strata_retrieval.legs import TextIndex
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.model import DocumentFilter, document_key
@@ -23,12 +24,10 @@ from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLe
 
 
 def main_text_legs(extra_avg_len: float | None) -> None:
-    from bench import quality_scifact as q  # the data helpers live there
-
     flag = f" --bm25-avg-len {extra_avg_len:g}" if extra_avg_len else ""
     report = q.Report(
         q.RESULTS / "scifact_text_legs.json",
-        {"command": f"python -m bench.quality_scifact --text-legs{flag}"},
+        {"command": f"python -m bench.scifact.quality --text-legs{flag}"},
     )
     report.record("date", datetime.now(UTC).isoformat(timespec="seconds"))
     text_legs(report, extra_avg_len)
@@ -39,8 +38,6 @@ def text_legs(report: Any, extra_avg_len: float | None) -> None:
     sparse vectors (local mode; its dense vectors are a constant placeholder), same documents. The
     server leg runs with ``avg_len`` as the service sets it (the collection's mean, measured by a
     rebuild after ingest), at Qdrant's default 256, and at ``extra_avg_len`` if given."""
-    from bench import quality_scifact as q
-
     corpus, queries, qrels = q.load_scifact(quick=False)
     documents, messages = q.as_documents(corpus), q.chat_messages(corpus, 2000)
     ids = {document_key(d.scope.tenant_id, d.id): d.id for d in documents}
@@ -75,8 +72,6 @@ def text_legs(report: Any, extra_avg_len: float | None) -> None:
 def _text_quality(
     leg: TextIndex, queries: dict[str, str], qrels: dict[str, set[str]], ids: dict[str, str]
 ) -> dict[str, float]:
-    from bench import quality_scifact as q
-
     ndcgs, recalls = [], []
     for query_id, text in queries.items():
         ranked = [ids[c.key] for c in leg.search(text, DocumentFilter(tenant_id=q.TENANT), q.EVAL_TOP_K)]

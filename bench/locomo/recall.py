@@ -1,6 +1,6 @@
 """LoCoMo evidence recall through MemoryService's public gRPC API (issue 4 item 7, issue 18 item 4).
 
-Run: ``make bench-locomo`` (``python -m bench.locomo_recall``). Steps, each bounded:
+Run: ``make bench-locomo`` (``python -m bench.locomo.recall``). Steps, each bounded:
 
 1. Index every conversation in ``../shared/data/locomo`` twice, each time through a fresh
    RetrievalService + MemoryService pair in this process (free loopback ports, temporary folder),
@@ -11,7 +11,7 @@ Run: ``make bench-locomo`` (``python -m bench.locomo_recall``). Steps, each boun
    plus the shared image's caption), appended in batches, the last with ``wait_searchable``.
 2. For every question of categories 1-4 fetch each leg's ranking (``SearchMessages`` vector and fts,
    limit 100) from each index. The grid fuses them here exactly as RetrievalService does
-   (bench/locomo_select.py): context mode (which index each leg comes from: none, vector only, text
+   (bench/locomo/selection.py): context mode (which index each leg comes from: none, vector only, text
    only, both) x vector weight x RRF k x depth. Defaults are chosen by leave-one-conversation-out.
 3. On the served index, every question also goes through hybrid ``SearchMessages`` (limit 20); the
    local fusion of the default setting must reproduce its top 20 for every question, and the local
@@ -36,12 +36,12 @@ import statistics
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import locomo_report, locomo_temporal
-from bench.locomo_select import (
+from bench.locomo import report as locomo_report
+from bench.locomo import temporal as locomo_temporal
+from bench.locomo.selection import (
     Grid,
     Question,
     Ranks,
@@ -51,9 +51,10 @@ from bench.locomo_select import (
     scored,
     table,
 )
-from bench.locomo_services import (
+from bench.locomo.services import (
     BENCH_SETTINGS,
     Corpus,
+    IndexRun,
     Services,
     conversations,
     load_conversation,
@@ -69,7 +70,7 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.config import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).parents[1] / "results"
 LIMIT = 20
 LEG_LIMIT = 100
 TOOL_CHECKS = 25
@@ -108,20 +109,6 @@ text-only index has the vector leg without context, the vector-only one the text
 
 
 # ---------------------------------------------------------------------------- one index
-
-
-@dataclass
-class IndexRun:
-    """One indexing of every conversation, and what was asked of it."""
-
-    label: str
-    corpora: dict[str, Corpus]
-    legs: dict[str, dict[tuple[str, int], list[str]]]  # leg -> question -> message ids, best first
-    index_seconds: float
-    checks: dict[str, Any] = field(default_factory=dict)
-    served_ranks: dict[tuple[str, int], Ranks] = field(default_factory=dict)  # hybrid SearchMessages
-    temporal: dict[str, Any] = field(default_factory=dict)
-    latency: dict[str, Any] | None = None
 
 
 async def run_index(
@@ -330,7 +317,7 @@ def grid_ranks(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--output", type=Path, default=RESULTS / "locomo_recall.json")
-    parser.add_argument("--report", type=Path, default=Path(__file__).parent / "LOCOMO.md")
+    parser.add_argument("--report", type=Path, default=Path(__file__).parents[1] / "LOCOMO.md")
     parser.add_argument("--no-dated", action="store_true", help="skip the index with dates in the text")
     args = parser.parse_args()
     result = asyncio.run(run(dated=not args.no_dated))

@@ -1,8 +1,8 @@
-"""The fusion variants of ``python -m bench.fusion_lab evaluate``, over the legs ``collect`` kept.
+"""The fusion variants of ``python -m bench.fusion.lab evaluate``, over the legs ``collect`` kept.
 
 Every variant is a family with a small parameter grid. On LoCoMo a family's parameters are chosen by
 leave-one-conversation-out (objective any@10, pooled over the training conversations, as
-bench/locomo_select.py does for RRF), so each family is compared by its held-out any@10. On SciFact
+bench/locomo/selection.py does for RRF), so each family is compared by its held-out any@10. On SciFact
 each family is reported at its untuned point (equal leg weights, the engine's default depth) and at
 the point LoCoMo chose on all conversations: neither looks at SciFact's judgements.
 """
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import fusion_report
-from bench import quality_scifact as sf
-from bench.fusion_lab import LAB
-from bench.locomo_select import Grid, Question, Setting, evidence_ranks, scored, table
-from bench.locomo_services import conversations, load_questions
+from bench.fusion import LAB
+from bench.fusion import report as fusion_report
+from bench.locomo.selection import Grid, Question, Setting, evidence_ranks, scored, table
+from bench.locomo.services import conversations, load_questions
+from bench.scifact import data as sf
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.fusion import dbsf_ranking
 
@@ -159,7 +159,7 @@ class Locomo:
         return table(questions, ranks)
 
     def grid_loco(self, family: Family, default: Params) -> dict[str, Any]:
-        """Leave-one-conversation-out with bench/locomo_select.py's own Grid (its objective and its
+        """Leave-one-conversation-out with bench/locomo/selection.py's own Grid (its objective and its
         tie rule: the sum of the other metrics), over ``family``'s grid."""
         questions = list(self.questions.values())
 

@@ -1,4 +1,6 @@
-"""The outbox under a noisy tenant and with two workers: `python -m bench.outbox_fairness [--wall-clock]`.
+"""The outbox under a noisy tenant and with two workers.
+
+`python -m bench.perf.outbox_fairness [--wall-clock]`
 
 Three figures, each printed as one JSON line:
 

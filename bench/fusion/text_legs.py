@@ -1,6 +1,6 @@
-"""Text-leg variants on SciFact and LoCoMo, fused with the vector leg ``bench.fusion_lab collect`` kept.
+"""Text-leg variants on SciFact and LoCoMo, fused with the vector leg ``bench.fusion.lab collect`` kept.
 
-Run: ``python -m bench.text_leg_variants`` (no embedder; a few minutes). Each variant is a Tantivy
+Run: ``python -m bench.fusion.text_legs`` (no embedder; a few minutes). Each variant is a Tantivy
 index built here over the same documents the served text leg indexes; it is scored alone (SciFact
 nDCG@10, LoCoMo any@10) and fused by the served RRF with the cached vector leg (archival defaults on
 SciFact, the recall defaults on LoCoMo). Variants:
@@ -26,12 +26,12 @@ from typing import Any
 
 import tantivy
 
-from bench import locomo_score_fusion as locomo_docs
-from bench import quality_scifact as sf
-from bench.fusion_lab import LAB
-from bench.fusion_variants import Locomo, dbsf, rrf
-from bench.locomo_select import evidence_ranks
-from bench.locomo_services import conversations
+from bench.fusion import LAB
+from bench.fusion.variants import Locomo, dbsf, rrf
+from bench.locomo import score_fusion as locomo_docs
+from bench.locomo.selection import evidence_ranks
+from bench.locomo.services import conversations
+from bench.scifact import data as sf
 from strata_memory.config import MemorySettings
 from strata_retrieval.text_index import QUERY_STOPWORDS, query_words, search_terms
 

@@ -1,4 +1,4 @@
-"""LoCoMo as bench/locomo_recall.py serves it: the data, and a RetrievalService + MemoryService pair.
+"""LoCoMo as bench/locomo/recall.py serves it: the data, and a RetrievalService + MemoryService pair.
 
 The conversations and questions are read from ``../shared/data/locomo`` (``STRATA_LOCOMO_DIR``;
 ``STRATA_LOCOMO_CONVS=conv-26,...`` limits a smoke run). ``start_services`` starts both services in
@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from bench.locomo_select import CATEGORIES, Question
+from bench.locomo.selection import CATEGORIES, Question, Ranks
 from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -179,3 +179,17 @@ async def search(
 
 def message_filter(agent_id: str) -> rpb.DocumentFilter:
     return rpb.DocumentFilter(tenant_id=TENANT, agent_ids=[agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE])
+
+
+@dataclass
+class IndexRun:
+    """One indexing of every conversation, and what was asked of it."""
+
+    label: str
+    corpora: dict[str, Corpus]
+    legs: dict[str, dict[tuple[str, int], list[str]]]  # leg -> question -> message ids, best first
+    index_seconds: float
+    checks: dict[str, Any] = field(default_factory=dict)
+    served_ranks: dict[tuple[str, int], Ranks] = field(default_factory=dict)  # hybrid SearchMessages
+    temporal: dict[str, Any] = field(default_factory=dict)
+    latency: dict[str, Any] | None = None

@@ -1,6 +1,6 @@
 """SciFact (BEIR test split) through RetrievalService: quality per mode and engine, ingest rate, latency.
 
-Run: ``make bench-quality`` (``python -m bench.quality_scifact [--quick] [--engine embedded|server|both]``).
+Run: ``make bench-quality`` (``python -m bench.scifact.quality [--quick] [--engine embedded|server|both]``).
 Both engines run by default and are reported side by side (JSON, and a markdown table in
 ``bench/results/scifact_quality.md``): ``embedded`` (Qdrant's engine in-process + Tantivy BM25) and
 ``server`` (both legs in one Qdrant collection, the text leg as BM25 sparse vectors with the IDF
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import platform
 import shutil
@@ -44,7 +43,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,18 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench import scifact_engines, scifact_fusion
+from bench.scifact import engines as scifact_engines
+from bench.scifact import fusion as scifact_fusion
+from bench.scifact.data import (
+    EVAL_TOP_K,
+    RESULTS,
+    TENANT,
+    Report,
+    as_documents,
+    chat_messages,
+    load_scifact,
+    ndcg_at_10,
+)
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_memory.config import MemorySettings
@@ -63,8 +73,6 @@ from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
 from strata_retrieval.model import (
     Document,
     DocumentFilter,
-    DocumentKind,
-    Scope,
     ScoredKey,
     SearchMode,
     SearchQuery,
@@ -76,11 +84,7 @@ from strata_retrieval.vectors.qdrant_joint import (
     QdrantJointIndex,
 )
 
-DATA = Path(os.environ.get("STRATA_SCIFACT_DIR", "/work/shared/data/scifact"))
-RESULTS = Path(__file__).parent / "results"
-TENANT, CHAT_TENANT = "scifact", "chat"
 BATCH = 64
-EVAL_TOP_K = 100
 LATENCY_CALLS = 300
 MIN_MAX_DEPTHS = (50, 100)
 WEIGHTINGS = [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (1.0, 0.75), (0.75, 1.0)]
@@ -131,56 +135,6 @@ MODE_PB = {
 }
 
 
-def load_scifact(quick: bool) -> tuple[list[dict[str, str]], dict[str, str], dict[str, set[str]]]:
-    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
-    queries = {q["id"]: q["text"] for q in map(json.loads, (DATA / "queries.jsonl").open())}
-    qrels: dict[str, set[str]] = defaultdict(set)
-    for line in list((DATA / "qrels.tsv").open())[1:]:
-        query_id, doc_id, score = line.split()
-        if int(score) > 0:
-            qrels[query_id].add(doc_id)
-    if quick:
-        relevant = {doc for docs in qrels.values() for doc in docs}
-        corpus = [d for d in corpus if d["id"] in relevant] + [d for d in corpus if d["id"] not in relevant]
-        corpus = corpus[:1000]
-    return corpus, {q: queries[q] for q in qrels}, dict(qrels)
-
-
-def as_documents(corpus: list[dict[str, str]]) -> list[Document]:
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    return [
-        Document(
-            id=doc["id"],
-            text=f"{doc['title']} {doc['text']}".strip(),
-            kind=DocumentKind.PASSAGE,
-            scope=Scope(tenant_id=TENANT, archive_id="scifact"),
-            created_at=start + timedelta(seconds=i),
-        )
-        for i, doc in enumerate(corpus)
-    ]
-
-
-def chat_messages(corpus: list[dict[str, str]], count: int) -> list[Document]:
-    """Chat-length messages (12-30 words) cut from the abstracts, alternating user/assistant."""
-    words = " ".join(doc["text"] for doc in corpus[:400]).split()
-    start, messages, position = datetime(2026, 2, 1, tzinfo=UTC), [], 0
-    for i in range(count):
-        length = 12 + (i * 7) % 19
-        text = " ".join(words[position : position + length])
-        position = (position + length) % max(1, len(words) - 40)
-        messages.append(
-            Document(
-                id=f"m{i}",
-                text=text,
-                kind=DocumentKind.MESSAGE,
-                scope=Scope(tenant_id=CHAT_TENANT, agent_id="agent-1", conversation_id="c1"),
-                role="user" if i % 2 == 0 else "assistant",
-                created_at=start + timedelta(seconds=i),
-            )
-        )
-    return messages
-
-
 def ingest(engine: RetrievalEngine, documents: list[Document]) -> dict[str, float]:
     started = time.perf_counter()
     for start in range(0, len(documents), BATCH):
@@ -191,12 +145,6 @@ def ingest(engine: RetrievalEngine, documents: list[Document]) -> dict[str, floa
         "seconds": round(seconds, 2),
         "per_second": round(len(documents) / seconds, 1),
     }
-
-
-def ndcg_at_10(ranked: list[str], relevant: set[str]) -> float:
-    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
-    return dcg / ideal
 
 
 def evaluate(
@@ -316,21 +264,6 @@ async def _timed(call: Any, queries: list[str]) -> dict[str, float]:
     return percentiles(samples)
 
 
-class Report:
-    """The JSON report, written again after every phase so an interrupted run keeps what it measured."""
-
-    def __init__(self, out: Path, header: dict[str, Any]) -> None:
-        self.out = out
-        self.data = header
-
-    def record(self, key: str, value: Any) -> None:
-        self.data[key] = value
-        self.data["load_average_now"] = os.getloadavg()  # the machine is shared: > 2 means contention
-        print(f"{key}: {json.dumps(value)}", flush=True)
-        self.out.parent.mkdir(exist_ok=True)
-        self.out.write_text(json.dumps(self.data, indent=2) + "\n")
-
-
 def run(quick: bool, report: Report, engines: list[str]) -> None:
     corpus, queries, qrels = load_scifact(quick)
     data_dir = Path(".data/bench/scifact-quick" if quick else ".data/bench/scifact")
@@ -440,7 +373,7 @@ def main() -> None:
     started = time.perf_counter()
     header = {
         "benchmark": "BEIR SciFact test split through strata_retrieval",
-        "command": "python -m bench.quality_scifact"
+        "command": "python -m bench.scifact.quality"
         + (" --quick" if args.quick else "")
         + (f" --engine {args.engine}" if args.engine != "both" else ""),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),

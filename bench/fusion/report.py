@@ -1,5 +1,5 @@
-"""``bench/results/scifact_fusion.md`` and ``.json`` from what ``bench.fusion_lab`` and
-``bench.text_leg_variants`` left under ``.data/bench/lab`` (``python -m bench.fusion_lab evaluate``)."""
+"""``bench/results/scifact_fusion.md`` and ``.json`` from what ``bench.fusion.lab`` and
+``bench.fusion.text_legs`` left under ``.data/bench/lab`` (``python -m bench.fusion.lab evaluate``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.fusion_lab import LAB
-from bench.quality_scifact import RESULTS
+from bench.fusion import LAB
+from bench.scifact.data import RESULTS
 
 
 def _params(p: list[float]) -> str:
@@ -25,9 +25,9 @@ def write() -> None:
     lines = [
         "# SciFact nDCG@10 by general methods, and what each does to LoCoMo recall (issue 18 item 5)",
         "",
-        f"Written by `python -m bench.fusion_lab evaluate` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"Written by `python -m bench.fusion.lab evaluate` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
         f"load average {tuple(round(x, 1) for x in os.getloadavg())} (quality figures do not depend on "
-        "load). Legs collected once by `python -m bench.fusion_lab collect`: each leg's top 100 with "
+        "load). Legs collected once by `python -m bench.fusion.lab collect`: each leg's top 100 with "
         "scores from a fresh embedded engine per data set (int8 MiniLM + Tantivy), SciFact as "
         "`make bench-quality` indexes it, LoCoMo as MemoryService indexes recall by default "
         "(speaker-prefixed text, previous turn in the text leg). On LoCoMo each family's parameters "
@@ -72,7 +72,7 @@ def write() -> None:
     if strict:
         lines += [
             "",
-            "The same folds with bench/locomo_select.py's Grid (its tie rule: the sum of the other "
+            "The same folds with bench/locomo/selection.py's Grid (its tie rule: the sum of the other "
             "metrics; `make bench-locomo` also lets each fold choose the context mode and reads the "
             "legs through MemoryService, hence its 0.776 for RRF):",
             "",
@@ -109,7 +109,7 @@ def write() -> None:
     if texts:
         lines += [
             "",
-            "## Text-leg variants (`python -m bench.text_leg_variants`)",
+            "## Text-leg variants (`python -m bench.fusion.text_legs`)",
             "",
             "SciFact hybrid: archival defaults (w 1 / 1, k 60, depth 50); LoCoMo: the recall defaults "
             "(w_vec 0.35, k 30, depth 100; in-sample). Title and window variants are SciFact only "
@@ -140,7 +140,7 @@ def write() -> None:
     if windows:
         lines += [
             "",
-            "## Vector leg passage scoring (`python -m bench.vector_windows`)",
+            "## Vector leg passage scoring (`python -m bench.fusion.vector_windows`)",
             "",
             f"Each abstract also embedded as windows of {windows['window_words']} words every "
             f"{windows['stride_words']} ({windows['vectors']} vectors for {windows['documents']} "

@@ -9,7 +9,7 @@ quiet tenant's p50/p95 in each phase, their ratios, and what the noisy tenant's 
 phase floods with the same number of searches without tags, to tell the cost of the tags from the
 cost of eight searches in flight (each embeds its query on the same CPUs).
 
-    python -m bench.tag_flood            # bench/results/tag_flood.json
+    python -m bench.perf.tag_flood            # bench/results/tag_flood.json
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from typing import Any
 
 import grpc
 
-from bench.locomo_services import start_services
+from bench.locomo.services import start_services
 from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.limits import MAX_FILTER_TAGS, MAX_TAG_CHARS
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 QUIET = (("x-strata-tenant", "quiet"),)
 NOISY = (("x-strata-tenant", "noisy"),)
 TOPICS = ["garden", "tomatoes", "invoice", "meeting", "travel", "recipe", "music", "tennis"]

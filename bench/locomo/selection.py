@@ -1,4 +1,4 @@
-"""Scoring and leave-one-conversation-out selection for the LoCoMo benchmark (bench/locomo_recall.py).
+"""Scoring and leave-one-conversation-out selection for the LoCoMo benchmark (bench/locomo/recall.py).
 
 Fusion here is RetrievalService's own: :func:`strata_retrieval.fusion.rrf` over the two legs' rankings
 of message ids (each cut to the setting's depth), ordered as the engine orders hits (score, then

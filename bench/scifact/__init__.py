@@ -1,0 +1,1 @@
+"""SciFact retrieval quality (nDCG@10, Recall@100) per mode and engine (``make bench-quality``)."""

@@ -20,6 +20,7 @@ from strata_memory.main import MemoryServer
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_serving.admission import TenantConcurrency
 from strata_serving.errors import ResourceExhausted
+from strata_serving.metrics import RPC_LABELS, rpc_labels
 from strata_serving.status import error_info_from
 from tests.memory.integration.conftest import expect_error
 from tests.memory_process import free_port
@@ -160,10 +161,11 @@ async def test_calls_honour_their_deadline_and_cancellation(tmp_path: Path) -> N
 
 async def in_flight_is(server: MemoryServer, count: int) -> bool:
     """Whether ``count`` CreatePassages calls are being handled by ``server`` now."""
-    value = server.grpc.registry.get_sample_value("strata_rpc_in_flight", {"method": CREATE_PASSAGES})
+    labels = dict(zip(RPC_LABELS, rpc_labels(CREATE_PASSAGES, "unary"), strict=True))
+    value = server.grpc.registry.get_sample_value("strata_rpc_in_flight", labels)
     return value == count
 
 
 def answered(server: MemoryServer, method: str, code: str) -> float:
-    labels = {"method": method, "code": code}
-    return server.grpc.registry.get_sample_value("strata_rpc_requests_total", labels) or 0.0
+    labels = dict(zip(RPC_LABELS, rpc_labels(method, "unary"), strict=True)) | {"grpc_code": code}
+    return server.grpc.registry.get_sample_value("grpc_server_handled_total", labels) or 0.0

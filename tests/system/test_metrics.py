@@ -1,4 +1,9 @@
-"""Both services' Prometheus endpoints, scraped before and after real traffic: the figures move."""
+"""Both services' Prometheus endpoints, scraped before and after real traffic: the figures move.
+
+RPC metrics follow grpc-prometheus (go-grpc-prometheus, py-grpc-prometheus): ``grpc_server_started_total``,
+``grpc_server_handled_total`` and ``grpc_server_handling_seconds`` by ``grpc_type``, ``grpc_service``,
+``grpc_method`` (and ``grpc_code``), so stock dashboards and alerts work; the process collectors
+(``process_*``, ``python_*``) are on both endpoints; a Health/Watch its client ends is not an error."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from strata.memory.v1 import memory_service_pb2 as api
@@ -21,8 +27,17 @@ from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 
-SEARCH_ARCHIVAL = "/strata.memory.v1.MemoryService/SearchArchival"
-SEARCH = "/strata.retrieval.v1.RetrievalService/Search"
+SEARCH_ARCHIVAL = {
+    "grpc_type": "unary",
+    "grpc_service": "strata.memory.v1.MemoryService",
+    "grpc_method": "SearchArchival",
+}
+SEARCH = {
+    "grpc_type": "unary",
+    "grpc_service": "strata.retrieval.v1.RetrievalService",
+    "grpc_method": "Search",
+}
+WATCH = {"grpc_type": "server_stream", "grpc_service": "grpc.health.v1.Health", "grpc_method": "Watch"}
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -89,10 +104,11 @@ async def test_both_endpoints_count_real_traffic(measured: Measured) -> None:
     def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
         return _value(after, name, **labels) - _value(before, name, **labels)
 
-    assert moved(m0, m1, "strata_rpc_requests_total", method=SEARCH_ARCHIVAL, code="OK") == 2
-    assert moved(r0, r1, "strata_rpc_requests_total", method=SEARCH, code="OK") == 2
-    assert moved(m0, m1, "strata_rpc_duration_seconds_count", method=SEARCH_ARCHIVAL) == 2
-    assert _value(m1, "strata_rpc_in_flight", method=SEARCH_ARCHIVAL) == 0
+    assert moved(m0, m1, "grpc_server_started_total", **SEARCH_ARCHIVAL) == 2
+    assert moved(m0, m1, "grpc_server_handled_total", **SEARCH_ARCHIVAL, grpc_code="OK") == 2
+    assert moved(r0, r1, "grpc_server_handled_total", **SEARCH, grpc_code="OK") == 2
+    assert moved(m0, m1, "grpc_server_handling_seconds_count", **SEARCH_ARCHIVAL) == 2
+    assert _value(m1, "strata_rpc_in_flight", **SEARCH_ARCHIVAL) == 0
     assert moved(m0, m1, "strata_index_delivered_documents_total") >= 3
     assert _value(m1, "strata_outbox_jobs") == 0
     assert _value(m1, "strata_outbox_parked_jobs") == 0
@@ -101,3 +117,30 @@ async def test_both_endpoints_count_real_traffic(measured: Measured) -> None:
     assert moved(r0, r1, "strata_embedded_texts_total", kind="document") >= 3
     assert ("strata_vectors_unindexed", ()) in r1
     assert _value(r1, "strata_index_documents", tenant="default") == 3
+
+
+async def test_process_collectors_are_on_both_endpoints(measured: Measured) -> None:
+    for which in ("memory", "retrieval"):
+        names = {name for name, _ in await asyncio.to_thread(measured.scrape, which)}
+        assert {"process_resident_memory_bytes", "process_cpu_seconds_total", "python_info"} <= names, which
+
+
+async def test_a_health_watch_its_client_ends_is_not_counted_as_an_error(measured: Measured) -> None:
+    before = await asyncio.to_thread(measured.scrape, "memory")
+    async with grpc.aio.insecure_channel(measured.memory.address) as channel:
+        watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest())
+        assert (await watch.read()).status == health_pb2.HealthCheckResponse.SERVING
+        watch.cancel()  # how every watcher (a balancing channel, a probe) ends one
+    for _ in range(50):  # the server sees the cancellation a moment later
+        after = await asyncio.to_thread(measured.scrape, "memory")
+        if _value(after, "grpc_server_handled_total", **WATCH, grpc_code="OK") > _value(
+            before, "grpc_server_handled_total", **WATCH, grpc_code="OK"
+        ):
+            break
+        await asyncio.sleep(0.1)
+    assert _value(after, "grpc_server_handled_total", **WATCH, grpc_code="CANCELLED") == _value(
+        before, "grpc_server_handled_total", **WATCH, grpc_code="CANCELLED"
+    )
+    assert _value(after, "grpc_server_handled_total", **WATCH, grpc_code="OK") == 1 + _value(
+        before, "grpc_server_handled_total", **WATCH, grpc_code="OK"
+    )

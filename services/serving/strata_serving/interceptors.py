@@ -9,7 +9,9 @@ wrapped (unary and streaming, async generators and ``context.write`` coroutines 
 whose deadline passed is DEADLINE_EXCEEDED and one the client cancelled is CANCELLED, even when the
 handler itself finished. A caller's ``x-request-id`` that is not printable ASCII is replaced by a
 fresh id before anything logs, echoes or forwards it. Health checks are logged at DEBUG: a probe
-every few seconds is not news.
+every few seconds is not news. A client ends a ``Health/Watch`` (an endless stream: a balancing
+channel or a probe following a server) by cancelling it; that cancellation is its normal end, so it
+is recorded as OK, not CANCELLED (a deadline that passes is still DEADLINE_EXCEEDED).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import grpc
 from strata_serving import server_tracing
 from strata_serving.errors import StrataError
 from strata_serving.handlers import Context, Streaming, Unary, rewrap
-from strata_serving.metrics import RpcMetrics
+from strata_serving.metrics import RpcMetrics, rpc_labels
 from strata_serving.propagation import (
     MAX_REQUEST_ID_LENGTH,
     REQUEST_ID_KEY,
@@ -40,6 +42,8 @@ __all__ = ["REQUEST_ID_KEY", "RequestContextInterceptor", "Streaming", "Unary", 
 
 log = logging.getLogger("strata.rpc")
 _QUIET_PREFIX = "/grpc.health.v1.Health/"
+ENDLESS_STREAMS = frozenset({"/grpc.health.v1.Health/Watch"})
+"""Server streams that end only when their client cancels them: that cancel is recorded as OK."""
 
 if TYPE_CHECKING:  # grpc's classes are generic only in their type stubs
     _Interceptor = grpc.aio.ServerInterceptor[Any, Any]
@@ -69,7 +73,16 @@ class RequestContextInterceptor(_Interceptor):
             if isinstance(value, str)
         }
         request_id = _request_id(incoming.get(REQUEST_ID_KEY), method)
-        return rewrap(handler, _CallScope(method, request_id, incoming, self._metrics))
+        kind = _KINDS[handler.request_streaming, handler.response_streaming]
+        return rewrap(handler, _CallScope(method, request_id, incoming, self._metrics, kind))
+
+
+_KINDS = {
+    (False, False): "unary",
+    (True, False): "client_stream",
+    (False, True): "server_stream",
+    (True, True): "bidi_stream",
+}
 
 
 _REQUEST_IDS = random.Random()
@@ -106,9 +119,15 @@ class _CallScope:
     """What runs around one call's handler (built per call, so it holds only that call's data)."""
 
     def __init__(
-        self, method: str, request_id: str, incoming: dict[str, str], metrics: RpcMetrics | None
+        self,
+        method: str,
+        request_id: str,
+        incoming: dict[str, str],
+        metrics: RpcMetrics | None,
+        kind: str = "unary",
     ) -> None:
         self.method = method
+        self.labels = rpc_labels(method, kind)
         self.request_id = request_id
         self.incoming = incoming
         self.metrics = metrics
@@ -121,7 +140,7 @@ class _CallScope:
         started = time.perf_counter()
         code = grpc.StatusCode.OK
         if self.metrics is not None:
-            self.metrics.started(self.method)
+            self.metrics.started(self.labels)
         with server_tracing.server_span(self.method, self.incoming) as span:
             try:
                 result = await run()
@@ -130,6 +149,8 @@ class _CallScope:
                 await _abort(context, error, self.request_id)
             except asyncio.CancelledError:
                 code = _cancelled_code(context)
+                if code is grpc.StatusCode.CANCELLED and self.method in ENDLESS_STREAMS:
+                    code = grpc.StatusCode.OK
                 raise
             except Exception:
                 if _already_aborted(context):
@@ -148,7 +169,7 @@ class _CallScope:
     def _record(self, code: grpc.StatusCode, started: float) -> None:
         elapsed = time.perf_counter() - started
         if self.metrics is not None:
-            self.metrics.finished(self.method, code.name, elapsed)
+            self.metrics.finished(self.labels, code.name, elapsed)
         level = logging.DEBUG if self.method.startswith(_QUIET_PREFIX) else logging.INFO
         if not log.isEnabledFor(level):
             return

@@ -1,9 +1,15 @@
 """Prometheus metrics: one registry per service, served on its own HTTP port when asked for.
 
-Every service gets the per-method RPC metrics here (requests by status code, latency histogram,
-calls in flight); each service adds its own to the same registry (MemoryService its outbox,
-RetrievalService its embedder and indexes). A registry per service instance, not the process-wide
-default, so two services in one process (tests, the embedded mode) keep their figures apart.
+Every service gets the per-method RPC metrics here, named and labelled as grpc-prometheus
+(go-grpc-prometheus, py-grpc-prometheus) names them, so stock gRPC dashboards and alerts work:
+``grpc_server_started_total``, ``grpc_server_handled_total`` (with ``grpc_code``, the status the
+client saw) and the ``grpc_server_handling_seconds`` histogram, each by ``grpc_type`` (``unary``,
+``client_stream``, ``server_stream``, ``bidi_stream``), ``grpc_service`` and ``grpc_method``; plus
+``strata_rpc_in_flight`` (calls being handled now, same labels). The process collectors
+(``process_*``, ``python_*``, ``python_gc_*``) are registered too. Each service adds its own to
+the same registry (MemoryService its outbox, RetrievalService its embedder and indexes). A registry
+per service instance, not the process-wide default, so two services in one process (tests, the
+embedded mode) keep their figures apart.
 """
 
 from __future__ import annotations
@@ -13,7 +19,16 @@ import threading
 from dataclasses import dataclass
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
 
 log = logging.getLogger("strata.metrics")
 LOOPBACK = "127.0.0.1"
@@ -23,34 +38,49 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 """Seconds: from a sub-millisecond cached read to a long reindex batch."""
 
 
+RPC_LABELS = ("grpc_type", "grpc_service", "grpc_method")
+
+
+def rpc_labels(method: str, grpc_type: str) -> tuple[str, str, str]:
+    """``(grpc_type, grpc_service, grpc_method)`` of a full method name ``/pkg.Service/Method``."""
+    service, _, name = method.lstrip("/").partition("/")
+    return grpc_type, service, name
+
+
 class RpcMetrics:
-    """Per-method figures of the calls a server answers."""
+    """Per-method figures of the calls a server answers (grpc-prometheus names; module docstring)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
-            "strata_rpc_requests",
-            "Calls answered, by method and the status code the client saw.",
-            ["method", "code"],
+        self.started_calls = Counter(
+            "grpc_server_started", "Calls started on the server.", RPC_LABELS, registry=registry
+        )
+        self.handled = Counter(
+            "grpc_server_handled",
+            "Calls completed on the server, by the status code the client saw.",
+            [*RPC_LABELS, "grpc_code"],
             registry=registry,
         )
         self.latency = Histogram(
-            "strata_rpc_duration_seconds",
+            "grpc_server_handling_seconds",
             "Time from the call reaching the handler to its status.",
-            ["method"],
+            RPC_LABELS,
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
         self.in_flight = Gauge(
-            "strata_rpc_in_flight", "Calls being handled now.", ["method"], registry=registry
+            "strata_rpc_in_flight", "Calls being handled now.", RPC_LABELS, registry=registry
         )
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=registry)
 
-    def started(self, method: str) -> None:
-        self.in_flight.labels(method).inc()
+    def started(self, labels: tuple[str, str, str]) -> None:
+        self.started_calls.labels(*labels).inc()
+        self.in_flight.labels(*labels).inc()
 
-    def finished(self, method: str, code: str, seconds: float) -> None:
-        self.in_flight.labels(method).dec()
-        self.requests.labels(method, code).inc()
-        self.latency.labels(method).observe(seconds)
+    def finished(self, labels: tuple[str, str, str], code: str, seconds: float) -> None:
+        self.in_flight.labels(*labels).dec()
+        self.handled.labels(*labels, code).inc()
+        self.latency.labels(*labels).observe(seconds)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
 from strata_memory.store import schema
 from strata_memory.store.database import Database
+from strata_serving.metrics import RPC_LABELS, rpc_labels
 from tests.hermetic import unreachable_address
 from tests.memory.integration.conftest import expect_error, new_agent
 from tests.security import faults
@@ -57,7 +58,8 @@ def store_held(database: Database) -> Iterator[None]:
 
 
 async def none_in_flight(server: MemoryServer, method: str) -> bool:
-    return server.grpc.registry.get_sample_value("strata_rpc_in_flight", {"method": method}) == 0
+    labels = dict(zip(RPC_LABELS, rpc_labels(method, "unary"), strict=True))
+    return server.grpc.registry.get_sample_value("strata_rpc_in_flight", labels) == 0
 
 
 def human_values(url: str) -> list[str]:

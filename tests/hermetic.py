@@ -16,7 +16,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 
 SUITE_KNOBS = ("STRATA_FUZZ_", "STRATA_TEST_")
 """Variables that tune the suite itself (examples per fuzzed RPC; ``STRATA_TEST_POSTGRES_URL``, the

@@ -41,8 +41,8 @@ from bench.mcp.overhead import summary
 from bench.mcp.sessions import free_port, wait_listening
 from strata.client import AdminClient, MemoryClient
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 

@@ -28,7 +28,7 @@ from bench.locomo import score_fusion as locomo_docs
 from bench.locomo.selection import scored
 from bench.locomo.services import conversations, load_questions
 from bench.scifact import data as sf
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.fusion import dbsf_ranking

@@ -32,7 +32,7 @@ from bench.locomo import score_fusion as locomo_docs
 from bench.locomo.selection import evidence_ranks
 from bench.locomo.services import conversations
 from bench.scifact import data as sf
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.text_index import QUERY_STOPWORDS, query_words, search_terms
 
 

@@ -40,8 +40,8 @@ from bench.locomo import services as served
 from bench.perf.serve import bench_precision
 from bench.scifact.quality import EmbeddedOnce
 from strata.memory.v1 import memory_service_pb2_grpc
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings

@@ -67,7 +67,7 @@ from bench.perf.serve import bench_precision
 from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 
 RESULTS = Path(__file__).parents[1] / "results"

@@ -21,7 +21,7 @@ from bench.locomo.recall import RESULTS
 from bench.locomo.selection import METRICS, Setting, evidence_ranks, fuse, scored
 from bench.locomo.services import conversations, load_questions, load_turns, session_time, turn_content
 from bench.scifact.quality import min_max_fusion
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.main import load_embedder, open_engine
 from strata_retrieval.model import (

@@ -27,8 +27,8 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as rpb_mem
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings

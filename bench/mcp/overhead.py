@@ -41,8 +41,8 @@ from mcp import ClientSession
 from bench.mcp.sessions import free_port, http_session, stdio_session, wait_listening
 from bench.perf.host import cpu_ticks, steal_percent
 from strata.client import AdminClient, AsyncMemoryClient
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 

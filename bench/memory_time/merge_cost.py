@@ -29,8 +29,8 @@ from typing import Any
 
 from strata.client import AsyncMemoryClient
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 
 LANES = ("plain", "merged", "merged_validate")
 

@@ -29,8 +29,8 @@ from sqlalchemy.engine import Engine
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 
 RESULTS = Path(__file__).parents[1] / "results" / "edit_cost.json"
 _PROMPT_TABLES = ("system_prompts", "prompt_snapshots", "conversations")

@@ -54,8 +54,8 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as mres
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from strata_memory.config import MemorySettings
 from strata_memory.indexing.documents import message_document
+from strata_memory.settings import MemorySettings
 from strata_memory.store.records import MessageRecord
 from strata_retrieval.conversions import document_from_pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder

@@ -58,8 +58,8 @@ async def _serve(config: str, root: Path) -> None:
     from opentelemetry import trace
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from strata_memory.config import MemorySettings
     from strata_memory.main import start_memory_server
+    from strata_memory.settings import MemorySettings
     from strata_retrieval.main import RetrievalApp
     from strata_retrieval.settings import RetrievalSettings
     from strata_serving.server_tracing import tracer_provider

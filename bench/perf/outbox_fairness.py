@@ -36,10 +36,10 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxWorker
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database

@@ -23,8 +23,8 @@ import numpy as np
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2_grpc
 
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.main import RetrievalApp

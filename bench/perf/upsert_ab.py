@@ -36,8 +36,8 @@ from bench.perf.processes import ServerProcess, cpu_seconds
 from bench.perf.serve import MODEL_CACHE, bench_precision
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from strata_memory.config import MemorySettings
 from strata_memory.indexing.documents import message_document
+from strata_memory.settings import MemorySettings
 from strata_memory.store.records import MessageRecord
 from strata_retrieval.conversions import document_from_pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder

@@ -27,8 +27,8 @@ import grpc
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as r
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 
 HOSTILE = [("x-strata-tenant", "waiting")]
 OTHER = [("x-strata-tenant", "other")]

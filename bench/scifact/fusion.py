@@ -9,7 +9,7 @@ search fetches), at depth 100, and at the weights and depth MemoryService sends 
 
 from __future__ import annotations
 
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.engine import FTS, VECTOR
 from strata_retrieval.fusion import dbsf_ranking
 from strata_retrieval.model import ScoredKey, default_depth

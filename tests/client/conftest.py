@@ -17,8 +17,8 @@ import pytest
 
 from strata.cli.main import main
 from strata.client import AsyncMemoryClient, MemoryClient
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings
 from tests.servers import LoopThread

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from sqlalchemy import make_url
 
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
 
 ROOT = Path(__file__).resolve().parents[2]

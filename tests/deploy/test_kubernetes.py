@@ -19,7 +19,7 @@ import pytest
 import yaml
 from pydantic_settings import BaseSettings
 
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.settings import RetrievalSettings
 from strata_serving.key_strength import key_weakness
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from strata.client import MemoryClient
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from tests.hermetic import unreachable_address
 from tests.servers import LoopThread
 

@@ -15,8 +15,8 @@ import uvicorn
 from strata.client import AdminClient, AsyncMemoryClient
 from strata.mcp.options import McpOptions
 from strata.mcp.server import http_app
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from tests.client.conftest import retrieval_target, server_loop  # noqa: F401  (fixtures)
 from tests.mcp.sessions import HttpServer, LoopRunner, Open, Tenant, opener
 from tests.memory_process import free_port

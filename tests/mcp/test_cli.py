@@ -12,8 +12,8 @@ import pytest
 from bench.mcp.sessions import wait_listening
 from strata.client import AsyncMemoryClient
 from strata.mcp.server import transport_security
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from tests.mcp.sessions import STRATA, LoopRunner, Tenant, http_session
 from tests.memory_process import free_port
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from strata_memory.config import MemorySettings
+from strata_memory.settings import MemorySettings
 from strata_retrieval.settings import RetrievalSettings
 from strata_serving.auth import Principal, PrincipalKind, StaticKey
 from strata_serving.key_strength import key_weakness

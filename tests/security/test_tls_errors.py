@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_serving.server import PortInUse
 from strata_serving.tls import TlsConfigError
 from tests.security.certificates import Pki

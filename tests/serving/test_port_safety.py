@@ -7,8 +7,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_serving.server import GrpcServer, PortInUse
 from strata_serving.settings import ServingSettings
 

@@ -13,8 +13,8 @@ from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_memory.store.copy import TargetNotEmpty, copy_store
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.servers import ServicePair

@@ -21,9 +21,9 @@ from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
 from strata_memory.operations.messages import Messages
+from strata_memory.settings import MemorySettings
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from strata_memory.store.records import DEFAULT_CONVERSATION, MessageRecord

@@ -1,7 +1,7 @@
 """Every fixed limit MemoryService enforces where data enters, in one place.
 
 The configurable ones (request bytes, searches per tenant, the channel to RetrievalService) are
-settings in :mod:`strata_memory.config`; the byte budgets derived from them are computed here so
+settings in :mod:`strata_memory.settings`; the byte budgets derived from them are computed here so
 that no two places can disagree. ``docs/security.md`` lists all of them in one table, and
 ``tests/security/test_limits_table.py`` reads that table and checks each row against a running
 server (just under the limit passes, just over gets the documented status).

@@ -18,7 +18,6 @@ from strata.memory.v1 import (
     memory_service_pb2_grpc,
 )
 from strata_memory.admin_servicer import AdminServicer
-from strata_memory.config import MemorySettings
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
@@ -39,6 +38,7 @@ from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.servicer import MemoryServicer
+from strata_memory.settings import MemorySettings
 from strata_memory.store.database import Database
 from strata_memory.store.notices import JobNotices
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind

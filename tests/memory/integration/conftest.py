@@ -11,8 +11,8 @@ import pytest
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_serving.status import error_info_from
 from tests.hermetic import unreachable_address
 from tests.store_backends import postgres_schema, store_url

@@ -18,8 +18,8 @@ import grpc
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 from tests.hermetic import unreachable_address
 from tests.memory.integration.conftest import Stub, expect_error, new_agent, run_tool
 

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.config import MemorySettings
 from strata_memory.domain.model import SearchMode
 from strata_memory.indexing.delivery import current_documents
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
 from strata_memory.main import MemoryServer, build_operations
 from strata_memory.operations.search import SearchWindow
+from strata_memory.settings import MemorySettings
 from tests.hermetic import unreachable_address
 from tests.memory.integration.conftest import Stub, new_agent
 

@@ -18,8 +18,8 @@ from sqlalchemy import create_engine, select
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_memory.store import schema
 from strata_serving.status import error_info_from
 from tests.memory.integration.conftest import Stub, block_value, new_agent, run_tool

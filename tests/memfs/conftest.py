@@ -7,12 +7,10 @@ Git runs with a fixed identity and no user or system configuration, in temp fold
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -21,8 +19,8 @@ from strata.client import MemoryClient
 from strata.memory.v1 import resources_pb2 as pb
 from strata_memory.main import start_memory_server
 from tests.hermetic import memory_settings
+from tests.servers import LoopThread
 
-T = TypeVar("T")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Memfs Test",
     "GIT_AUTHOR_EMAIL": "memfs-test@example.invalid",
@@ -33,25 +31,10 @@ GIT_ENV = {
 }
 
 
-class _Loop:
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="memfs-server", daemon=True)
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=60)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=30)
-        self.loop.close()
-
-
 @pytest.fixture(scope="session")
 def memfs_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The address of a MemoryService with a temp SQLite file, shared by the MemFS tests."""
-    loop = _Loop()
+    loop = LoopThread("memfs-server")
     database = tmp_path_factory.mktemp("memfs-server") / "memory.sqlite3"
     settings = memory_settings(database, log_json=False)
     server = loop.run(start_memory_server(settings))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -231,3 +233,20 @@ def test_prompt_receipt_shows_what_the_prompt_was_built_from(strata: Strata) -> 
     code, _, err = strata("prompt", "receipt", "receipt-0000")
     assert code == 1
     assert "(reason: RECEIPT_NOT_FOUND)" in err
+
+
+def test_prompt_render_as_of_and_diff_between_moments(strata: Strata) -> None:
+    agent_id = new_agent(strata)
+    _, then, _ = strata("prompt", "render", "--agent", agent_id)
+    time.sleep(0.01)
+    moment = datetime.now(UTC).isoformat()
+    time.sleep(0.01)
+    strata("blocks", "update", "--agent", agent_id, "--label", "human", "--value", "Name: Grace")
+    code, out, _ = strata("prompt", "render", "--agent", agent_id, "--as-of", moment)
+    assert (code, out) == (0, then)
+    code, out, _ = strata("prompt", "diff", "--agent", agent_id, "--from", moment)
+    assert code == 0
+    assert "+Name: Grace" in out
+    code, _, err = strata("prompt", "diff", "--agent", agent_id)
+    assert code == 2
+    assert "name the earlier moment" in err

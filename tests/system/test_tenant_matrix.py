@@ -21,6 +21,7 @@ import pytest_asyncio
 from google.protobuf.descriptor import Descriptor, MethodDescriptor
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as api
@@ -33,6 +34,7 @@ from tests.servers import ServicePair
 from tests.system.tenant_world import CONVERSATION, A, B, Objects, as_tenant, populate, state
 
 ASYNC = pytest.mark.asyncio(loop_scope="module")
+_EPOCH_PLUS = Timestamp(seconds=1)  # a past moment for DiffMemory's from_time
 
 MEMORY = api.DESCRIPTOR.services_by_name["MemoryService"]
 RETRIEVAL = rpb.DESCRIPTOR.services_by_name["RetrievalService"]
@@ -175,6 +177,17 @@ CASES: dict[tuple[str, str], Build] = {
     ("SearchMessages", "agent_id"): lambda a, b: api.SearchMessagesRequest(agent_id=b.agent, query="hello"),
     ("Reindex", "agent_id"): lambda a, b: api.ReindexRequest(agent_id=b.agent),
     ("RenderMemory", "agent_id"): lambda a, b: api.RenderMemoryRequest(agent_id=b.agent),
+    ("RenderMemory", "receipt_id"): lambda a, b: api.RenderMemoryRequest(
+        agent_id=a.agent, receipt_id=b.receipt
+    ),
+    ("ListBlocks", "receipt_id"): lambda a, b: api.ListBlocksRequest(agent_id=a.agent, receipt_id=b.receipt),
+    ("DiffMemory", "agent_id"): lambda a, b: api.DiffMemoryRequest(agent_id=b.agent, from_time=_EPOCH_PLUS),
+    ("DiffMemory", "from_receipt_id"): lambda a, b: api.DiffMemoryRequest(
+        agent_id=a.agent, from_receipt_id=b.receipt
+    ),
+    ("DiffMemory", "to_receipt_id"): lambda a, b: api.DiffMemoryRequest(
+        agent_id=a.agent, from_receipt_id=a.receipt, to_receipt_id=b.receipt
+    ),
     ("GetSystemPrompt", "agent_id"): lambda a, b: api.GetSystemPromptRequest(agent_id=b.agent),
     ("GetPromptReceipt", "receipt_id"): lambda a, b: api.GetPromptReceiptRequest(receipt_id=b.receipt),
     ("RecompileSystemPrompt", "agent_id"): lambda a, b: api.RecompileSystemPromptRequest(agent_id=b.agent),

@@ -201,8 +201,36 @@ export class MemoryClient {
   }
 
   /** The agent's core memory as it goes into the prompt (the agent's own render mode by default). */
-  async render(agentId: string, mode: RenderMode = RenderMode.UNSPECIFIED, call?: CallOptions): Promise<string> {
-    return (await typed(this.raw.renderMemory({ agentId, mode }, call))).text;
+  async render(
+    agentId: string,
+    mode: RenderMode = RenderMode.UNSPECIFIED,
+    call?: CallOptions,
+    past: { asOf?: Date; receiptId?: string } = {},
+  ): Promise<string> {
+    const asOf = past.asOf ? timestampFromDate(past.asOf) : undefined;
+    return (await typed(this.raw.renderMemory({ agentId, mode, asOf, receiptId: past.receiptId ?? "" }, call))).text;
+  }
+
+  /** A unified diff of the agent's whole core memory between two moments (`to` defaults to now). */
+  async diffMemory(
+    agentId: string,
+    from: { time?: Date; receiptId?: string },
+    to: { time?: Date; receiptId?: string } = {},
+    call?: CallOptions,
+  ): Promise<string> {
+    const response = await typed(
+      this.raw.diffMemory(
+        {
+          agentId,
+          fromTime: from.time ? timestampFromDate(from.time) : undefined,
+          fromReceiptId: from.receiptId ?? "",
+          toTime: to.time ? timestampFromDate(to.time) : undefined,
+          toReceiptId: to.receiptId ?? "",
+        },
+        call,
+      ),
+    );
+    return response.diff;
   }
 
   /**

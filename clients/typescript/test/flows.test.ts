@@ -13,6 +13,7 @@ import {
   MemoryErrorReason,
   MessageRole,
   NotFoundError,
+  RenderMode,
   SearchMode,
 } from "../src/index.js";
 import { startStrata, type Strata } from "./servers.js";
@@ -153,6 +154,18 @@ describe("MemoryService through the TypeScript client", () => {
     });
     assert.equal(message?.promptReceiptId, receipt.id);
     assert.deepEqual((await client.promptReceipt(receipt.id)).blocks, receipt.blocks);
+  });
+
+  test("memory as of a past moment, and the diff since", async () => {
+    const client = strata.client();
+    const agent = await client.createAgent({ name: "as-of", blocks: [{ label: "notes", value: "Ada" }] });
+    const then = await client.render(agent.id);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const moment = new Date();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await client.updateBlock({ agentId: agent.id, label: "notes" }, { value: "Grace" });
+    assert.equal(await client.render(agent.id, RenderMode.UNSPECIFIED, undefined, { asOf: moment }), then);
+    assert.match(await client.diffMemory(agent.id, { time: moment }), /\+Grace/);
   });
 
   test("bad input is an InvalidArgumentError naming the field; a missing agent a NotFoundError", async () => {

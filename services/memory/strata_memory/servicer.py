@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import grpc
@@ -18,12 +19,14 @@ from strata_memory.operations.agents import AGENT_FIELDS
 from strata_memory.operations.blocks import BLOCK_FIELDS, BlockLocator
 from strata_memory.operations.files import FILE_FIELDS
 from strata_memory.operations.memory_operations import MemoryOperations
+from strata_memory.operations.memory_time import MemoryTime, Moment
 from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.prompts import PromptView
 from strata_memory.operations.tools import ToolCall
 from strata_memory.request_checks import checked_requests
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
+from strata_serving.timestamps import to_micros
 from strata_serving.tracing import annotate
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -35,6 +38,7 @@ RECEIPT_ATTRIBUTE = "strata.prompt_receipt_id"
 class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grpc.MemoryServiceServicer):
     def __init__(self, ops: MemoryOperations) -> None:
         self._ops = ops
+        self._history = MemoryTime(ops.prompts.database, ops.prompts.renders)
 
     # Agents -------------------------------------------------------------------------------------
 
@@ -89,7 +93,13 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
         tenant = tenant_of(context)
         scope = ("ListBlocks", tenant, request.agent_id)
         page = page_from(request.page_size, request.page_token, scope=scope)
-        records = await self._ops.blocks.listing(tenant, request.agent_id, page)
+        moment = _moment(request, "as_of", "receipt_id")
+        if moment is not None:
+            agent_id = conv.required(request.agent_id, "agent_id")
+            found = await self._history.blocks(tenant, agent_id, moment)
+            records = found[page.offset : page.offset + page.size]
+        else:
+            records = await self._ops.blocks.listing(tenant, request.agent_id, page)
         return api.ListBlocksResponse(
             blocks=[conv.block_to_proto(r) for r in records],
             next_page_token=next_token(page, len(records), scope=scope),
@@ -270,8 +280,22 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
     ) -> api.RenderMemoryResponse:
         agent_id = conv.required(request.agent_id, "agent_id")
         mode = conv.choice(conv.RENDER_MODES, request.mode, "mode", default=None) if request.mode else None
-        text, used = await self._ops.prompts.render(tenant_of(context), agent_id, mode)
+        moment = _moment(request, "as_of", "receipt_id")
+        if moment is None:
+            text, used = await self._ops.prompts.render(tenant_of(context), agent_id, mode)
+        else:
+            text, used = await self._history.render(tenant_of(context), agent_id, moment, mode)
         return api.RenderMemoryResponse(text=text, mode={v: k for k, v in conv.RENDER_MODES.items()}[used])
+
+    async def DiffMemory(self, request: api.DiffMemoryRequest, context: Context) -> api.DiffMemoryResponse:
+        agent_id = conv.required(request.agent_id, "agent_id")
+        mode = conv.choice(conv.RENDER_MODES, request.mode, "mode", default=None) if request.mode else None
+        old = _moment(request, "from_time", "from_receipt_id")
+        if old is None:
+            raise InvalidArgument.field("from_time", "name the earlier moment: from_time or from_receipt_id")
+        new = _moment(request, "to_time", "to_receipt_id") or Moment(at_us=time.time_ns() // 1000)
+        diff = await self._history.diff(tenant_of(context), agent_id, old, new, mode)
+        return api.DiffMemoryResponse(diff=diff)
 
     async def GetSystemPrompt(self, request: api.GetSystemPromptRequest, context: Context) -> pb.SystemPrompt:
         agent_id = conv.required(request.agent_id, "agent_id")
@@ -326,6 +350,17 @@ class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grp
             block=conv.block_to_proto(run.block) if run.block else None,
             prompt_recompiled=run.prompt_recompiled,
         )
+
+
+def _moment(request: Any, time_field: str, receipt_field: str) -> Moment | None:
+    """The past moment a request names (a time or a receipt id), None when it names neither."""
+    receipt_id = getattr(request, receipt_field)
+    has_time = request.HasField(time_field)
+    if has_time and receipt_id:
+        raise InvalidArgument.field(receipt_field, f"send {time_field} or {receipt_field}, not both")
+    if has_time:
+        return Moment(at_us=to_micros(getattr(request, time_field), time_field))
+    return Moment(receipt_id=receipt_id) if receipt_id else None
 
 
 def _mask(paths: Any, allowed: tuple[str, ...]) -> list[str]:

@@ -1,11 +1,12 @@
-"""``strata prompt show|render|recompile|receipt`` and ``strata tools list|exec``."""
+"""``strata prompt show|render|diff|recompile|receipt`` and ``strata tools list|exec``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 
-from strata.cli.commands import Subparsers, command, group
+from strata.cli.commands import Subparsers, UsageError, command, group
 from strata.cli.output import RENDER_MODES, Printer
 from strata.client import MemoryClient
 from strata.memory.v1 import resources_pb2 as pb
@@ -27,6 +28,13 @@ def register(subparsers: Subparsers) -> None:
     render = command(prompts, "render", "core memory rendered now, in any mode", _render)
     render.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
     render.add_argument("--mode", choices=sorted(RENDER_MODES), help="default: the agent's own mode")
+    _add_moment(render, "as-of", "receipt", "core memory as it was then")
+
+    diff = command(prompts, "diff", "the whole core memory's change between two moments", _diff)
+    diff.add_argument("--agent", dest="agent_id", metavar="AGENT", required=True)
+    diff.add_argument("--mode", choices=sorted(RENDER_MODES), help="default: the agent's own mode")
+    _add_moment(diff, "from", "from-receipt", "the earlier moment (required)")
+    _add_moment(diff, "to", "to-receipt", "the later moment (default: now)")
 
     recompile = command(
         prompts, "recompile", "rebuild the stored prompt from memory; prints the diff", _recompile
@@ -85,10 +93,43 @@ def _receipt(client: MemoryClient, args: argparse.Namespace, out: Printer) -> No
     out.show(found, human)
 
 
+def _add_moment(parser: argparse.ArgumentParser, time_flag: str, receipt_flag: str, what: str) -> None:
+    parser.add_argument(
+        f"--{time_flag}", type=_time, metavar="TIME", help=f"{what}: an ISO 8601 time (UTC if no offset)"
+    )
+    parser.add_argument(
+        f"--{receipt_flag}", default="", metavar="RECEIPT", help=f"{what}: a prompt receipt id"
+    )
+
+
+def _time(text: str) -> datetime:
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+
 def _render(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
     mode = RENDER_MODES[args.mode] if args.mode else pb.RENDER_MODE_UNSPECIFIED
-    rendered = client.render_memory(agent_id=args.agent_id, mode=mode)
+    rendered = client.render_memory(
+        agent_id=args.agent_id, mode=mode, as_of=args.as_of, receipt_id=args.receipt
+    )
     out.show(rendered, lambda: out.text(rendered.text))
+
+
+def _diff(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:
+    if args.__dict__["from"] is None and not args.from_receipt:
+        raise UsageError("name the earlier moment: --from TIME or --from-receipt RECEIPT")
+    found = client.diff_memory(
+        agent_id=args.agent_id,
+        mode=RENDER_MODES[args.mode] if args.mode else pb.RENDER_MODE_UNSPECIFIED,
+        from_time=args.__dict__["from"],
+        from_receipt_id=args.from_receipt,
+        to_time=args.to,
+        to_receipt_id=args.to_receipt,
+    )
+    out.show(found, lambda: out.text(found.diff or "(no changes)"))
 
 
 def _recompile(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:

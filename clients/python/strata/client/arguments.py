@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf import field_mask_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from strata.memory.v1 import resources_pb2 as pb
 
@@ -77,3 +79,12 @@ def request_id_or_new(request_id: str) -> str:
     """The caller's request_id, or a new UUID: the id every retry of one write call carries, so the
     server applies the write once however often gRPC or the mesh sends it (AIP-155)."""
     return request_id or str(uuid.uuid4())
+
+
+def moment(at: datetime | None) -> Timestamp | None:
+    """A past moment as a Timestamp (None: not given). A naive datetime is taken as UTC."""
+    if at is None:
+        return None
+    stamp = Timestamp()
+    stamp.FromDatetime(at if at.tzinfo else at.replace(tzinfo=UTC))
+    return stamp

@@ -9,9 +9,10 @@ streaming methods return plain iterators. The documentation lives in ``async_cli
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
-from strata.client.arguments import block_ref, field_mask, request_id_or_new, tool_arguments
+from strata.client.arguments import block_ref, field_mask, moment, request_id_or_new, tool_arguments
 from strata.client.paging import PageGuard
 from strata.client.sync_agent_files import AgentFileMethods
 from strata.client.sync_archival import ArchivalMethods
@@ -68,10 +69,24 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
         return self._call(self._stub.GetBlock, request)
 
     def list_blocks(
-        self, *, agent_id: str = "", page_size: int = 0, page_token: str = ""
+        self,
+        *,
+        agent_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        as_of: datetime | None = None,
+        receipt_id: str = "",
     ) -> api.ListBlocksResponse:
-        """The agent's blocks in attach order, or every block of the tenant without ``agent_id``."""
-        request = api.ListBlocksRequest(agent_id=agent_id, page_size=page_size, page_token=page_token)
+        """The agent's blocks in attach order, or every block of the tenant without ``agent_id``.
+
+        With ``as_of`` (or a prompt ``receipt_id``): the agent's blocks as they were then."""
+        request = api.ListBlocksRequest(
+            agent_id=agent_id,
+            page_size=page_size,
+            page_token=page_token,
+            as_of=moment(as_of),
+            receipt_id=receipt_id,
+        )
         return self._call(self._stub.ListBlocks, request)
 
     def update_block(
@@ -292,11 +307,41 @@ class MemoryClient(ArchivalMethods, AgentFileMethods):
     # Rendering and the system prompt ------------------------------------------------------------
 
     def render_memory(
-        self, *, agent_id: str, mode: pb.RenderMode.ValueType = pb.RENDER_MODE_UNSPECIFIED
+        self,
+        *,
+        agent_id: str,
+        mode: pb.RenderMode.ValueType = pb.RENDER_MODE_UNSPECIFIED,
+        as_of: datetime | None = None,
+        receipt_id: str = "",
     ) -> api.RenderMemoryResponse:
-        """Core memory rendered in ``mode`` (the agent's own mode when unspecified)."""
-        request = api.RenderMemoryRequest(agent_id=agent_id, mode=mode)
+        """Core memory rendered in ``mode`` (the agent's own mode when unspecified); with ``as_of``
+        or a prompt ``receipt_id``, core memory (blocks) as it was then."""
+        request = api.RenderMemoryRequest(
+            agent_id=agent_id, mode=mode, as_of=moment(as_of), receipt_id=receipt_id
+        )
         return self._call(self._stub.RenderMemory, request)
+
+    def diff_memory(
+        self,
+        *,
+        agent_id: str,
+        from_time: datetime | None = None,
+        from_receipt_id: str = "",
+        to_time: datetime | None = None,
+        to_receipt_id: str = "",
+        mode: pb.RenderMode.ValueType = pb.RENDER_MODE_UNSPECIFIED,
+    ) -> api.DiffMemoryResponse:
+        """A unified diff of the agent's whole core memory between two moments (the later one: now,
+        unless given)."""
+        request = api.DiffMemoryRequest(
+            agent_id=agent_id,
+            from_time=moment(from_time),
+            from_receipt_id=from_receipt_id,
+            to_time=moment(to_time),
+            to_receipt_id=to_receipt_id,
+            mode=mode,
+        )
+        return self._call(self._stub.DiffMemory, request)
 
     def get_system_prompt(self, *, agent_id: str, conversation_id: str = "") -> pb.SystemPrompt:
         """The stored compiled prompt and whether memory changed since it was compiled."""

@@ -58,6 +58,11 @@ class Prompts:
         self._clock = clock
         self.renders = RenderCache()
 
+    @property
+    def database(self) -> Database:
+        """The store prompts are compiled from (``operations.memory_time`` reads past memory in it)."""
+        return self._db
+
     async def get(self, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
         return await self._db.read(lambda conn: self._view(conn, tenant_id, agent_id, conversation_id))
 

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection, RowMapping
 
 from strata_memory.domain.errors import AgentNotFound, ConversationNotFound, EtagMismatch
 from strata_memory.domain.model import RecompilePolicy, RenderMode, ToolResultStyle
-from strata_memory.store import blocks, schema
+from strata_memory.store import blocks, memory_history, schema
 from strata_memory.store.records import (
     DEFAULT_CONVERSATION,
     AgentRecord,
@@ -149,6 +149,7 @@ def delete_agent(conn: Connection, agent: AgentRecord) -> None:
         conn.execute(delete(table).where(table.c.agent_id == agent.id))
     conn.execute(delete(schema.system_prompts).where(schema.system_prompts.c.agent_id == agent.id))
     conn.execute(delete(schema.prompt_snapshots).where(schema.prompt_snapshots.c.agent_id == agent.id))
+    memory_history.forget_agent(conn, agent.id)
     conn.execute(delete(schema.agents).where(schema.agents.c.id == agent.id))
     blocks.delete_if_orphaned(conn, block_ids)
 

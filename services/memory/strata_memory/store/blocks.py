@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from strata_memory.domain.errors import AgentNotFound, BlockExists, BlockNotFound, EtagMismatch
 from strata_memory.domain.model import Block, RenderMode
-from strata_memory.store import schema
+from strata_memory.store import memory_history, schema
 from strata_memory.store.records import BlockRecord, BlockVersionRecord, Page, etag_of, now_us
 
 # Statements on the read and edit paths are built once: constructing a statement costs more CPU than
@@ -237,6 +237,7 @@ def attach(conn: Connection, agent_id: str, block: Block) -> bool:
             agent_id=agent_id, block_id=block.id, label=block.label, position=position + 1
         )
     )
+    memory_history.attached(conn, agent_id, block.id, position + 1)
     return True
 
 
@@ -247,11 +248,14 @@ def detach(conn: Connection, agent_id: str, block_id: str) -> bool:
             schema.agent_blocks.c.agent_id == agent_id, schema.agent_blocks.c.block_id == block_id
         )
     )
+    if result.rowcount > 0:
+        memory_history.detached(conn, agent_id, block_id)
     return result.rowcount > 0
 
 
 def delete_block(conn: Connection, block_id: str) -> None:
-    """Delete a block, its attachments and its history."""
+    """Delete a block, its attachments and its history (its attachment history is closed)."""
+    memory_history.block_deleted(conn, block_id)
     conn.execute(delete(schema.block_versions).where(schema.block_versions.c.block_id == block_id))
     conn.execute(delete(schema.agent_blocks).where(schema.agent_blocks.c.block_id == block_id))
     conn.execute(delete(schema.blocks).where(schema.blocks.c.id == block_id))
@@ -291,6 +295,13 @@ def version_for_etag(conn: Connection, current: BlockRecord, etag: str) -> Block
         if etag_of(block.id, number) == etag:
             return version(conn, block.id, number)
     return None
+
+
+def blocks_as_of(conn: Connection, agent_id: str, at_us: int) -> list[BlockVersionRecord]:
+    """The agent's blocks at ``at_us`` (attach order), each as its newest version by then
+    (``store.memory_history``)."""
+    rows = conn.execute(memory_history.AS_OF, {"agent_id": agent_id, "at_us": at_us}).mappings()
+    return [_version_record(row) for row in rows]
 
 
 def _record_version(conn: Connection, block: Block, *, source: str, actor: str, stamp: int) -> None:

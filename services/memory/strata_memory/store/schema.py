@@ -121,6 +121,21 @@ prompt_snapshots = Table(
     Column("receipt_id", String(64), nullable=True),  # NULL for snapshots compiled before receipts
 )
 
+# When each block was attached to and detached from each agent (NULL: still attached), for reads of
+# memory as it was at a past moment. attached_us = 0: attached before this history was kept.
+block_attachments = Table(
+    "block_attachments",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("agent_id", String(64), nullable=False),
+    Column("block_id", String(64), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("attached_us", BigInteger, nullable=False),
+    Column("detached_us", BigInteger, nullable=True),
+    Index("ix_block_attachments_agent", "agent_id", "attached_us"),
+    Index("ix_block_attachments_block", "block_id"),
+)
+
 # What each compiled prompt was built from (domain/receipts.py), recorded once per id, never changed.
 prompt_receipts = Table(
     "prompt_receipts",

@@ -267,20 +267,33 @@ class ListBlocksRequest(_message.Message):
     AGENT_ID_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    RECEIPT_ID_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     """If set: the agent's blocks in attach order. Otherwise every block of the tenant."""
     page_size: _builtins.int
     page_token: _builtins.str
+    receipt_id: _builtins.str
+    """With agent_id: the blocks and versions a prompt receipt names (SystemPrompt.receipt.id)."""
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp:
+        """With agent_id: the blocks attached at that moment, each as its newest version by then (its etag is
+        that version's). Files are not versioned and not shown; a block deleted since is gone from every
+        past read. At most one of as_of and receipt_id.
+        """
+
     def __init__(
         self,
         *,
         agent_id: _builtins.str = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+        receipt_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "as_of", b"as_of", "page_size", b"page_size", "page_token", b"page_token", "receipt_id", b"receipt_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1414,18 +1427,33 @@ class RenderMemoryRequest(_message.Message):
 
     AGENT_ID_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    AS_OF_FIELD_NUMBER: _builtins.int
+    RECEIPT_ID_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     mode: _resources_pb2.RenderMode.ValueType
-    """UNSPECIFIED: the agent's own render mode."""
+    """UNSPECIFIED: the agent's own render mode (for receipt_id: the receipt's)."""
+    receipt_id: _builtins.str
+    """Core memory as a prompt receipt names it (its blocks at their versions). At most one of as_of and
+    receipt_id.
+    """
+    @_builtins.property
+    def as_of(self) -> _timestamp_pb2.Timestamp:
+        """Core memory as it was then: the blocks attached at that moment, in attach order, each at its
+        newest version by then, rendered as they were (files are not versioned and are left out). Equal
+        to what RenderMemory without files returned at that moment.
+        """
+
     def __init__(
         self,
         *,
         agent_id: _builtins.str = ...,
         mode: _resources_pb2.RenderMode.ValueType = ...,
+        as_of: _timestamp_pb2.Timestamp | None = ...,
+        receipt_id: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["as_of", b"as_of"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "mode", b"mode"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "as_of", b"as_of", "mode", b"mode", "receipt_id", b"receipt_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1475,6 +1503,67 @@ class GetSystemPromptRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetSystemPromptRequest: _TypeAlias = GetSystemPromptRequest  # noqa: Y015
+
+@_typing.final
+class DiffMemoryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    FROM_TIME_FIELD_NUMBER: _builtins.int
+    FROM_RECEIPT_ID_FIELD_NUMBER: _builtins.int
+    TO_TIME_FIELD_NUMBER: _builtins.int
+    TO_RECEIPT_ID_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    from_receipt_id: _builtins.str
+    to_receipt_id: _builtins.str
+    mode: _resources_pb2.RenderMode.ValueType
+    """UNSPECIFIED: the agent's own render mode."""
+    @_builtins.property
+    def from_time(self) -> _timestamp_pb2.Timestamp:
+        """The earlier moment: a time, or a prompt receipt (one of the two is required)."""
+
+    @_builtins.property
+    def to_time(self) -> _timestamp_pb2.Timestamp:
+        """The later moment: a time or a receipt; neither means now."""
+
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        from_time: _timestamp_pb2.Timestamp | None = ...,
+        from_receipt_id: _builtins.str = ...,
+        to_time: _timestamp_pb2.Timestamp | None = ...,
+        to_receipt_id: _builtins.str = ...,
+        mode: _resources_pb2.RenderMode.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["from_time", b"from_time", "to_time", b"to_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "from_receipt_id", b"from_receipt_id", "from_time", b"from_time", "mode", b"mode", "to_receipt_id", b"to_receipt_id", "to_time", b"to_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffMemoryRequest: _TypeAlias = DiffMemoryRequest  # noqa: Y015
+
+@_typing.final
+class DiffMemoryResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DIFF_FIELD_NUMBER: _builtins.int
+    diff: _builtins.str
+    """A unified diff of the rendered core memory (blocks) from the earlier moment to the later one."""
+    def __init__(
+        self,
+        *,
+        diff: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["diff", b"diff"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiffMemoryResponse: _TypeAlias = DiffMemoryResponse  # noqa: Y015
 
 @_typing.final
 class GetPromptReceiptRequest(_message.Message):

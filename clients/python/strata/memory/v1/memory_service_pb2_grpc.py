@@ -106,6 +106,11 @@ class MemoryServiceStub:
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffBlockVersionsRequest.SerializeToString,
                 response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffBlockVersionsResponse.FromString,
                 _registered_method=True)
+        self.DiffMemory = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/DiffMemory',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffMemoryRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffMemoryResponse.FromString,
+                _registered_method=True)
         self.RestoreBlockVersion = channel.unary_unary(
                 '/strata.memory.v1.MemoryService/RestoreBlockVersion',
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.RestoreBlockVersionRequest.SerializeToString,
@@ -341,6 +346,14 @@ class MemoryServiceServicer:
 
     def DiffBlockVersions(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DiffMemory(self, request, context):
+        """The whole of an agent's core memory between two moments (times or prompt receipts), as a diff
+        of its renders: blocks attached or detached in between, and every block's change.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -617,6 +630,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.DiffBlockVersions,
                     request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffBlockVersionsRequest.FromString,
                     response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffBlockVersionsResponse.SerializeToString,
+            ),
+            'DiffMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.DiffMemory,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffMemoryRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffMemoryResponse.SerializeToString,
             ),
             'RestoreBlockVersion': grpc.unary_unary_rpc_method_handler(
                     servicer.RestoreBlockVersion,
@@ -1142,6 +1160,33 @@ class MemoryService:
             '/strata.memory.v1.MemoryService/DiffBlockVersions',
             strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffBlockVersionsRequest.SerializeToString,
             strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffBlockVersionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DiffMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/DiffMemory',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffMemoryRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.DiffMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -61,6 +61,10 @@ class MemoryServiceStub:
     ListBlockVersions: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListBlockVersionsRequest, _memory_service_pb2.ListBlockVersionsResponse]
     """Block history: every change is a version; restoring writes a new version with old content."""
     DiffBlockVersions: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DiffBlockVersionsRequest, _memory_service_pb2.DiffBlockVersionsResponse]
+    DiffMemory: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DiffMemoryRequest, _memory_service_pb2.DiffMemoryResponse]
+    """The whole of an agent's core memory between two moments (times or prompt receipts), as a diff
+    of its renders: blocks attached or detached in between, and every block's change.
+    """
     RestoreBlockVersion: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.RestoreBlockVersionRequest, _resources_pb2.Block]
     CreateConversation: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.CreateConversationRequest, _resources_pb2.Conversation]
     """Conversations ("default" always exists)."""
@@ -143,6 +147,10 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     ListBlockVersions: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListBlockVersionsRequest, _memory_service_pb2.ListBlockVersionsResponse]  # type: ignore[assignment]
     """Block history: every change is a version; restoring writes a new version with old content."""
     DiffBlockVersions: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DiffBlockVersionsRequest, _memory_service_pb2.DiffBlockVersionsResponse]  # type: ignore[assignment]
+    DiffMemory: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DiffMemoryRequest, _memory_service_pb2.DiffMemoryResponse]  # type: ignore[assignment]
+    """The whole of an agent's core memory between two moments (times or prompt receipts), as a diff
+    of its renders: blocks attached or detached in between, and every block's change.
+    """
     RestoreBlockVersion: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.RestoreBlockVersionRequest, _resources_pb2.Block]  # type: ignore[assignment]
     CreateConversation: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.CreateConversationRequest, _resources_pb2.Conversation]  # type: ignore[assignment]
     """Conversations ("default" always exists)."""
@@ -306,6 +314,16 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.DiffBlockVersionsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_memory_service_pb2.DiffBlockVersionsResponse, _abc.Awaitable[_memory_service_pb2.DiffBlockVersionsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DiffMemory(
+        self,
+        request: _memory_service_pb2.DiffMemoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.DiffMemoryResponse, _abc.Awaitable[_memory_service_pb2.DiffMemoryResponse]]:
+        """The whole of an agent's core memory between two moments (times or prompt receipts), as a diff
+        of its renders: blocks attached or detached in between, and every block's change.
+        """
 
     @_abc_1.abstractmethod
     def RestoreBlockVersion(

@@ -5,6 +5,10 @@ counts, render mode and compile time, under an id that is a digest of all but th
 per-conversation prompts record the receipt of their text; a message may name the receipt of the
 prompt its answer was generated under.
 
+block_attachments: when each block was attached to and detached from each agent, so memory can be read
+as it was at a past moment (with block_versions). Attachments made before this revision are backfilled
+with attached_us = 0 ("since before history was kept").
+
 Revision ID: 0012
 Revises: 0011
 """
@@ -41,6 +45,21 @@ def upgrade() -> None:
         sa.Column("tags", sa.JSON, nullable=False),
         sa.Column("system_sha256", sa.String(64), nullable=False),
     )
+    op.create_table(
+        "block_attachments",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("agent_id", sa.String(64), nullable=False),
+        sa.Column("block_id", sa.String(64), nullable=False),
+        sa.Column("position", sa.Integer, nullable=False),
+        sa.Column("attached_us", sa.BigInteger, nullable=False),
+        sa.Column("detached_us", sa.BigInteger, nullable=True),
+    )
+    op.create_index("ix_block_attachments_agent", "block_attachments", ["agent_id", "attached_us"])
+    op.create_index("ix_block_attachments_block", "block_attachments", ["block_id"])
+    op.execute(
+        "INSERT INTO block_attachments (agent_id, block_id, position, attached_us)"
+        " SELECT agent_id, block_id, position, 0 FROM agent_blocks"
+    )
     with op.batch_alter_table("prompt_snapshots") as table:
         table.add_column(sa.Column("receipt_id", sa.String(64), nullable=True))
     with op.batch_alter_table("system_prompts") as table:
@@ -57,3 +76,6 @@ def downgrade() -> None:
     with op.batch_alter_table("prompt_snapshots") as table:
         table.drop_column("receipt_id")
     op.drop_table("prompt_receipts")
+    op.drop_index("ix_block_attachments_block", table_name="block_attachments")
+    op.drop_index("ix_block_attachments_agent", table_name="block_attachments")
+    op.drop_table("block_attachments")

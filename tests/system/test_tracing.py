@@ -10,6 +10,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
@@ -47,7 +48,8 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 
 def _named(spans: tuple[ReadableSpan, ...], name: str) -> ReadableSpan:
-    matching = [span for span in spans if span.name == name]
+    """The one span called ``name`` (of a hop's CLIENT and SERVER spans, both so named: the SERVER one)."""
+    matching = [span for span in spans if span.name == name and span.kind is not SpanKind.CLIENT]
     assert len(matching) == 1, f"{name}: {[s.name for s in spans]}"
     return matching[0]
 

@@ -24,6 +24,7 @@ from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.domain.errors import RetrievalUnavailable
 from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES, channel_options
 from strata_serving.admission import TenantConcurrency
+from strata_serving.client_tracing import client_span
 from strata_serving.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, StrataError
 from strata_serving.propagation import outgoing_metadata, outgoing_timeout
 from strata_serving.status import error_info_from
@@ -108,19 +109,19 @@ class RetrievalConnection:
 
     async def upsert(self, documents: Sequence[rpb.Document]) -> None:
         request = rpb.UpsertDocumentsRequest(documents=list(documents))
-        await self._delivery(self._connect().UpsertDocuments, request, seconds=max(self._timeout, 60.0))
+        await self._delivery("UpsertDocuments", request, seconds=max(self._timeout, 60.0))
         if self._deliveries is not None:
             self._deliveries.delivered(len(request.documents))
 
     async def delete(self, request: rpb.DeleteDocumentsRequest) -> None:
-        await self._delivery(self._connect().DeleteDocuments, request)
+        await self._delivery("DeleteDocuments", request)
 
     async def list_ids(self, flt: rpb.DocumentFilter) -> AsyncIterator[list[str]]:
         """The ids of the indexed documents matching ``flt``, a page at a time."""
         token = ""
         while True:
             request = rpb.ListDocumentIdsRequest(filter=flt, page_size=ID_PAGE, page_token=token)
-            page: rpb.ListDocumentIdsResponse = await self._call(self._connect().ListDocumentIds, request)
+            page: rpb.ListDocumentIdsResponse = await self._call("ListDocumentIds", request)
             yield list(page.ids)
             if not (token := page.next_page_token):
                 return
@@ -130,7 +131,7 @@ class RetrievalConnection:
         status, so it reaches the caller as that status rather than as an internal error."""
         async with self.searches.slot(request.filter.tenant_id):
             try:
-                response: rpb.SearchResponse = await self._call(self._connect().Search, request)
+                response: rpb.SearchResponse = await self._call("Search", request)
             except grpc.aio.AioRpcError as refusal:
                 category = _CALLER_ERRORS.get(refusal.code())
                 if category is None:
@@ -141,7 +142,7 @@ class RetrievalConnection:
                 ) from refusal
         return response
 
-    async def _delivery(self, method: Any, request: Any, *, seconds: float | None = None) -> None:
+    async def _delivery(self, method: str, request: Any, *, seconds: float | None = None) -> None:
         """An index or delete call, its failures counted in the delivery metrics."""
         try:
             await self._call(method, request, seconds=seconds)
@@ -154,13 +155,16 @@ class RetrievalConnection:
                 self._deliveries.failed(failure.code().name)
             raise
 
-    async def _call(self, method: Any, request: Any, *, seconds: float | None = None) -> Any:
+    async def _call(self, method: str, request: Any, *, seconds: float | None = None) -> Any:
+        """RetrievalService's ``method`` under a CLIENT span (its traceparent is the one sent)."""
+        call = getattr(self._connect(), method)
         try:
-            return await method(
-                request,
-                timeout=outgoing_timeout(seconds or self._timeout),
-                metadata=outgoing_metadata(self._metadata),
-            )
+            with client_span(_RETRIEVAL, method):
+                return await call(
+                    request,
+                    timeout=outgoing_timeout(seconds or self._timeout),
+                    metadata=outgoing_metadata(self._metadata),
+                )
         except grpc.aio.AioRpcError as failure:
             if failure.code() in _TRANSPORT_FAILURES:
                 reason = _reason(failure)

@@ -13,7 +13,6 @@ import contextlib
 import random
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
-from typing import Any
 
 import grpc
 from opentelemetry import context as otel_context
@@ -135,10 +134,27 @@ def _exporter(exporter: TraceExporter, otlp_endpoint: str | None) -> SpanExporte
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
         return ConsoleSpanExporter()
+    return otlp_exporter(otlp_endpoint)
+
+
+def otlp_exporter(endpoint: str | None) -> SpanExporter:
+    """OTLP/gRPC to ``endpoint``: ``host:port`` and ``http://host:port`` are plaintext (a collector
+    in the same cluster or pod), ``https://host:port`` is TLS; any other scheme is refused at
+    start-up. (The exporter alone takes a scheme-less endpoint as TLS, so against a plaintext
+    collector every span was silently lost.) Unset: the exporter's default, localhost:4317."""
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # only when asked
         OTLPSpanExporter,
     )
 
-    kwargs: dict[str, Any] = {"endpoint": otlp_endpoint} if otlp_endpoint else {}
-    exporter_instance: SpanExporter = OTLPSpanExporter(**kwargs)
-    return exporter_instance
+    if not endpoint:
+        return OTLPSpanExporter()
+    scheme, found, rest = endpoint.partition("://")
+    if not found:
+        scheme, rest = "http", endpoint
+    if scheme not in {"http", "https"}:
+        raise ValueError(
+            f"STRATA_*_OTLP_ENDPOINT {endpoint!r}: write host:port or http://host:port (plaintext) "
+            "or https://host:port (TLS)"
+        )
+    exporter: SpanExporter = OTLPSpanExporter(endpoint=rest, insecure=scheme == "http")
+    return exporter

@@ -32,7 +32,7 @@ def diff(name: str, actual: str) -> str:
 
 
 def main(names: list[str]) -> int:
-    from tests.memory.domain.test_render_golden import CASES
+    from tests.memory.domain.golden_cases import CASES
 
     failed = 0
     for name in names or sorted(CASES):

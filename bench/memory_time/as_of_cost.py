@@ -31,8 +31,8 @@ from typing import Any
 
 from strata.client import AsyncMemoryClient
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.settings import MemorySettings
 from strata_memory.main import start_memory_server
+from strata_memory.settings import MemorySettings
 
 LINE = "a fact the agent keeps about the user, line {i:03d}\n"
 

@@ -26,7 +26,7 @@ def test_agents_commands(strata: Strata) -> None:
     assert "samantha" in out
     assert "Asia/Tokyo" in out
     code, out, _ = strata("--json", "agents", "get", agent_id)
-    assert json.loads(out)["recompilePolicy"] == "RECOMPILE_POLICY_EXPLICIT"
+    assert json.loads(out)["recompile_policy"] == "RECOMPILE_POLICY_EXPLICIT"
 
     assert strata("agents", "delete", agent_id)[0] == 0
     code, _, err = strata("agents", "get", agent_id)
@@ -165,8 +165,8 @@ def test_messages_append_list_and_import(strata: Strata, tmp_path: Path) -> None
     code, out, _ = strata("--json", "messages", "list", "--agent", agent_id)
     listed = json.loads(out)["messages"]
     assert [m["content"] for m in listed] == ["hello", "hi", "remember tea", "", "ok", "aside"]
-    assert listed[3]["toolCalls"] == [{"id": "c1", "name": "f", "arguments": "{}"}]
-    assert listed[5]["conversationId"] == "side"
+    assert listed[3]["tool_calls"] == [{"id": "c1", "name": "f", "arguments": "{}"}]
+    assert listed[5]["conversation_id"] == "side"
     code, out, _ = strata("messages", "list", "--agent", agent_id, "--role", "user")
     assert out.splitlines()[-1] == "3 message(s)"
 

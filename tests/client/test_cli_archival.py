@@ -34,7 +34,7 @@ def test_archive_passages_search_and_reindex(strata: Strata) -> None:
     strata("messages", "append", "--agent", agent_id, "--content", "I moved to Lisbon last year.")
     code, out, _ = strata("--json", "reindex", "--agent", agent_id, "--batch-size", "1")
     assert code == 0
-    assert json.loads(out) == {"documentsTotal": "3", "documentsDone": "3", "done": True}
+    assert json.loads(out) == {"documents_total": "3", "documents_done": "3", "done": True}
     code, out, _ = strata(
         "search", "messages", "where do I live now", "--agent", agent_id, "--mode", "vector"
     )

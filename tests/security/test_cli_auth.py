@@ -70,7 +70,7 @@ async def test_cli_admin_commands_mint_list_and_revoke_keys(stack: ServicePair) 
     )
     assert code == 0, err
     created = json.loads(out)
-    token, key_id = created["secret"], created["apiKey"]["keyId"]
+    token, key_id = created["secret"], created["api_key"]["key_id"]
     code, out, _ = await run_cli([*target, "--api-key", token, "agents", "list"])
     assert code == 0
     code, out, _ = await run_cli([*admin, "admin", "list-keys", "--tenant", "acme"])

@@ -33,8 +33,8 @@ async def test_parked_jobs_are_listed_and_retried_by_the_admin_only(
     code, out, err = await run_cli([*admin, "--json", "admin", "list-parked", "--tenant", "acme"])
     assert code == 0, err
     [listed] = json.loads(out)["jobs"]
-    assert listed["jobId"] == str(job)
-    assert listed["documentId"] == "message-gone"
+    assert listed["job_id"] == str(job)
+    assert listed["document_id"] == "message-gone"
     assert listed["reason"] == "INVALID_ARGUMENT: refused for the test"
     assert listed["attempts"] == 1
     code, out, _ = await run_cli([*admin, "admin", "list-parked", "--tenant", "globex"])

@@ -33,12 +33,22 @@ def command(subparsers: Subparsers, name: str, help_text: str, run: Run) -> argp
     """Add a sub-command that calls ``run``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text, description=help_text)
     parser.set_defaults(run=run)
+    _json_option(parser)
     return parser
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    """``--json`` after the command too (``strata agents list --json``), as before it: SUPPRESS
+    leaves the global option's value alone unless it is given here."""
+    parser.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print results as JSON"
+    )
 
 
 def group(subparsers: Subparsers, name: str, help_text: str) -> Subparsers:
     """Add a command group (``strata agents …``) and return its sub-command registry."""
     parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text, description=help_text)
+    _json_option(parser)
     return parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
 

@@ -16,8 +16,21 @@ from collections.abc import Sequence
 
 import grpc
 
-from strata.cli import admin, agents, archival, blocks, console, loadtest, mcp, memfs, messages, prompt, search
+from strata.cli import (
+    admin,
+    agents,
+    archival,
+    blocks,
+    console,
+    loadtest,
+    mcp,
+    memfs,
+    messages,
+    prompt,
+    search,
+)
 from strata.cli.commands import UsageError
+from strata.cli.hints import hint
 from strata.cli.output import Printer
 from strata.client import DEFAULT_TARGET, DEFAULT_TIMEOUT, MemoryClient, StrataClientError
 from strata.client.arguments import API_KEY_ENV, TARGET_ENV, tls_credentials
@@ -54,7 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--root-cert", help="PEM CA of the server's certificate: connect with TLS")
     parser.add_argument("--client-cert", help="PEM client certificate for mTLS (with --client-key)")
     parser.add_argument("--client-key", help="PEM key of --client-cert")
-    parser.add_argument("--json", action="store_true", help="print results as protobuf JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print results as protobuf JSON with the proto's field names, as grpcurl does "
+        "(also accepted after the command)",
+    )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per call (default %(default)s)"
     )
@@ -96,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             code: int | None = args.run(client, args, printer)
     except StrataClientError as error:
         report(error)
+        if said := hint(error.code, args.target, credentials):
+            print(said, file=sys.stderr)
         return EXIT_USAGE if error.code == grpc.StatusCode.INVALID_ARGUMENT else EXIT_FAILURE
     except UsageError as error:
         print(f"strata: error: {error}", file=sys.stderr)

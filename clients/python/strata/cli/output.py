@@ -78,8 +78,11 @@ class Printer:
 
 
 def to_json(message: Message) -> str:
-    """Protobuf JSON (proto3 mapping, lowerCamelCase names), every field shown, indented."""
-    return json_format.MessageToJson(message, always_print_fields_with_no_presence=True, indent=2)
+    """Protobuf JSON (proto3 mapping) with the proto's own field names (``tenant_id``), as grpcurl
+    prints them, every field shown, indented."""
+    return json_format.MessageToJson(
+        message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True, indent=2
+    )
 
 
 def to_dict(message: Message) -> dict[str, Any]:

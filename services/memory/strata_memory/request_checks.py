@@ -1,31 +1,22 @@
-"""Rules every MemoryService request obeys, whatever the RPC: checked once, before the servicer runs.
+"""MemoryService's reasons for the request rules every call obeys (:mod:`strata_serving.request_checks`).
 
-- **No NUL character in any string field**, nested or repeated (PostgreSQL ``text`` cannot hold one,
-  and no memory text needs it): refused with INVALID_ARGUMENT, reason ``NUL_CHARACTER``, naming the
-  field (``blocks[0].value``, ``block.metadata['k']``). Stripping it silently (as Letta does) would
-  store something other than what the caller sent.
-- **No enum value the proto does not define**: proto3 keeps unknown numbers, so ``tag_match = 9``
-  arrived as a plain int; refused with reason ``UNKNOWN_ENUM_VALUE`` naming the field. (Whether
-  UNSPECIFIED is allowed stays the servicer's call, per field.)
-
-The walk is driven by the descriptors, so a field added to a proto is covered without a change here.
+- A NUL character in any string field is refused with INVALID_ARGUMENT, reason ``NUL_CHARACTER``,
+  naming the field. Stripping it silently (as Letta does) would store something other than what
+  the caller sent.
+- An enum value the proto does not define is refused with reason ``UNKNOWN_ENUM_VALUE``.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
-from google.protobuf.descriptor import FieldDescriptor, ServiceDescriptor
-from google.protobuf.message import Message
+from google.protobuf.descriptor import ServiceDescriptor
 
+from strata_serving import request_checks
 from strata_serving.errors import InvalidArgument
 
 T = TypeVar("T")
-_WELL_KNOWN = "google.protobuf."
-"""Timestamps, field masks and Empty: their own parsers and the servicer check what they hold."""
 
 
 class NulCharacter(InvalidArgument):
@@ -36,77 +27,9 @@ class UnknownEnumValue(InvalidArgument):
     default_reason = "UNKNOWN_ENUM_VALUE"
 
 
-def check_request(request: Message) -> None:
-    """Raise NulCharacter or UnknownEnumValue for the first field of ``request`` that breaks a rule."""
-    for path, field, value in _scalars(request, ""):
-        if field.type == FieldDescriptor.TYPE_STRING and "\x00" in value:
-            raise NulCharacter.field(path, "must not contain a NUL character (U+0000)")
-        enum = field.enum_type
-        if enum is not None and value not in enum.values_by_number:
-            known = ", ".join(f"{v.number} ({v.name})" for v in enum.values)
-            raise UnknownEnumValue.field(path, f"must be one of {known}, got {value}")
-
-
-def _scalars(message: Message, prefix: str) -> Iterator[tuple[str, FieldDescriptor, Any]]:
-    """(path, field, value) for every string or enum value set in ``message``, nested ones too."""
-    for field, value in message.ListFields():
-        path = f"{prefix}{field.name}"
-        nested = field.message_type
-        if nested is not None and nested.GetOptions().map_entry:
-            yield from _map_entries(path, nested.fields_by_name["value"], value)
-        elif nested is not None:
-            if nested.full_name.startswith(_WELL_KNOWN):
-                continue
-            items = enumerate(value) if field.is_repeated else [(None, value)]
-            for index, item in items:
-                yield from _scalars(item, f"{path}{'' if index is None else f'[{index}]'}.")
-        elif field.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_ENUM):
-            if field.is_repeated:
-                yield from ((f"{path}[{i}]", field, item) for i, item in enumerate(value))
-            else:
-                yield path, field, value
-
-
-def _map_entries(
-    path: str, value_field: FieldDescriptor, entries: Any
-) -> Iterator[tuple[str, FieldDescriptor, Any]]:
-    for key, value in entries.items():
-        where = f"{path}[{key!r}]"
-        if isinstance(key, str) and "\x00" in key:
-            raise NulCharacter.field(path, "keys must not contain a NUL character (U+0000)")
-        if isinstance(value, Message):
-            yield from _scalars(value, f"{where}.")
-        elif value_field.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_ENUM):
-            yield where, value_field, value
+REFUSALS = request_checks.Refusals(nul_character=NulCharacter, unknown_enum_value=UnknownEnumValue)
 
 
 def checked_requests(service: ServiceDescriptor) -> Callable[[type[T]], type[T]]:
-    """A class decorator: every RPC of ``service`` the class implements checks its request first."""
-
-    def decorate(cls: type[T]) -> type[T]:
-        for method in service.methods:
-            handler = getattr(cls, method.name, None)
-            if handler is not None:
-                setattr(cls, method.name, _guarded(handler))
-        return cls
-
-    return decorate
-
-
-def _guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
-    if inspect.isasyncgenfunction(handler):
-
-        @functools.wraps(handler)
-        async def streaming(self: Any, request: Message, context: Any) -> AsyncIterator[Any]:
-            check_request(request)
-            async for item in handler(self, request, context):
-                yield item
-
-        return streaming
-
-    @functools.wraps(handler)
-    async def unary(self: Any, request: Message, context: Any) -> Any:
-        check_request(request)
-        return await handler(self, request, context)
-
-    return unary
+    """Every RPC of ``service`` the decorated class implements checks its request first."""
+    return request_checks.checked_requests(service, REFUSALS)

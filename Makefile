@@ -138,4 +138,4 @@ bench-locomo: install ## LoCoMo evidence recall through conversation_search; the
 	$(PY) -m bench.locomo.engines --engine both
 
 clean: ## remove the virtual environment, caches and local data
-	rm -rf $(VENV) .data .cache .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .data .cache .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .grimp_cache

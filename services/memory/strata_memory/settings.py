@@ -54,13 +54,13 @@ class MemorySettings(ServingSettings):
     """A claimed job stays with its worker this long; then another replica's worker may take it over."""
     archival_vector_weight: float = 1.0
     archival_fts_weight: float = 1.0
-    """RRF leg weights for archival search (see bench/quality_scifact.py)."""
+    """RRF leg weights for archival search (see bench/scifact/quality.py)."""
     rrf_k: float = 60.0
     """RRF k for archival search."""
     archival_candidate_depth: int = Field(default=0, ge=0, le=1000)
     """Candidates each leg of a hybrid archival search fetches (at least the limit); 0: RetrievalService's."""
     # Recall defaults chosen by leave-one-conversation-out over the LoCoMo conversations
-    # (bench/locomo_recall.py, bench/LOCOMO.md, bench/results/locomo_recall.json): every held-out
+    # (bench/locomo/recall.py, bench/LOCOMO.md, bench/results/locomo_recall.json): every held-out
     # conversation's fold chose the previous turn in the text leg only, a lighter vector leg and deep
     # legs; the setting best on all of them is this one. Held-out evidence recall@10 (any) 0.776
     # (per conversation 0.719-0.809) against 0.720 with no context.

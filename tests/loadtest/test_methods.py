@@ -48,6 +48,20 @@ def test_unusable_methods_are_refused(name: str, reason: str) -> None:
         resolve_method(name)
 
 
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("strata.memory.v1.MemoryService/GetBlok", "strata.memory.v1.MemoryService/GetBlock"),
+        ("strata.memory.v1.MemorySrvice/GetBlock", "strata.memory.v1.MemoryService/GetBlock"),
+        ("strata.retrieval.v1.RetrievalService/search", "strata.retrieval.v1.RetrievalService/Search"),
+        ("grpc.health.v1.Health/check", "grpc.health.v1.Health/Check"),
+    ],
+)
+def test_a_mistyped_method_gets_a_did_you_mean(name: str, meant: str) -> None:
+    with pytest.raises(LoadTestError, match=f"did you mean {meant}\\?"):
+        resolve_method(name)
+
+
 def test_request_json_is_parsed_into_the_request_type() -> None:
     method = resolve_method("strata.memory.v1.MemoryService/GetBlock")
     request = method.request_from_json('{"block": {"agent_id": "agent-1", "label": "human"}}')

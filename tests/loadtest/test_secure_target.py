@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from strata_retrieval.settings import RetrievalSettings
 from tests.security.certificates import Pki, make_pki
 from tests.servers import LoopThread
 
-KEY = "loadtest-service-key"
+KEY = "loadtest-service-key-7f3a9c2e51b8"
 STATS = "strata.retrieval.v1.RetrievalService/Stats"
 REQUEST = json.dumps({"filter": {"tenant_id": "t-load"}})
 
@@ -60,6 +61,19 @@ def secure_retrieval(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iter
 
 
 def tls_args(pki: Pki) -> list[str]:
+    """The global TLS options' names, given after ``loadtest`` (one set of names for the whole CLI)."""
+    return [
+        "--root-cert",
+        str(pki.ca_cert),
+        "--client-cert",
+        str(pki.client_cert),
+        "--client-key",
+        str(pki.client_key),
+    ]
+
+
+def ghz_tls_args(pki: Pki) -> list[str]:
+    """ghz's and grpcurl's spellings, kept as aliases."""
     return ["--cacert", str(pki.ca_cert), "--cert", str(pki.client_cert), "--key", str(pki.client_key)]
 
 
@@ -88,7 +102,13 @@ def test_key_and_mtls_load_the_service_and_write_csv_and_json(
     rows = list(csv.DictReader((tmp_path / "c.csv").read_text().splitlines()))
     assert len(rows) == 40
     assert {row["status"] for row in rows} == {"OK"}
+    assert {row["error"] for row in rows} == {""}
     assert all(float(row["latency_ms"]) > 0 for row in rows)
+    starts = [datetime.fromisoformat(row["start_time"]) for row in rows]
+    assert starts == sorted(starts)
+    assert all(abs((start - datetime.now(UTC)).total_seconds()) < 300 for start in starts)
+    assert main([*argv, "--api-key", KEY, *ghz_tls_args(pki)]) == 0
+    capsys.readouterr()
 
     assert (
         main([*argv, "--api-key", KEY, *tls_args(pki), "--format", "json", "-o", str(tmp_path / "r.json")])

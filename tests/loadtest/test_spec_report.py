@@ -65,8 +65,19 @@ def test_percentile_interpolates_like_numpy() -> None:
 
 
 def test_samples_of_several_processes_merge_into_one_report(tmp_path: Path) -> None:
-    first = Sample([1_000_000, 3_000_000], ["OK", "OK"], started=10.0, finished=11.0)
-    second = Sample([2_000_000, 4_000_000], ["OK", "NOT_FOUND"], 10.5, 12.0, {"NOT_FOUND: no block": 1})
+    t0 = 1_796_000_000_000_000_000  # wall-clock ns: 2026-11-30T00:53:20Z
+    first = Sample(
+        [1_000_000, 3_000_000], ["OK", "OK"], started=10.0, finished=11.0, starts_ns=[t0, t0 + 3_000_000]
+    )
+    second = Sample(
+        [2_000_000, 4_000_000],
+        ["OK", "NOT_FOUND"],
+        10.5,
+        12.0,
+        {"NOT_FOUND: no block": 1},
+        starts_ns=[t0 + 1_000_000, t0 + 2_500_000],
+        messages=["", "no block"],
+    )
     report = Report.from_samples(HEALTH, TARGET, [first, second], {"concurrency": 2})
     assert (report.count, report.ok, report.seconds, report.rps) == (4, 3, 2.0, 2.0)
     assert report.latency_ms["min"] == 1.0
@@ -84,12 +95,12 @@ def test_samples_of_several_processes_merge_into_one_report(tmp_path: Path) -> N
     assert [report.latency_ms[q] for q in ("p10", "p25", "p75")] == pytest.approx([1.3, 1.75, 3.25])
     assert [b.count for b in report.histogram] == [1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 1]
     assert report.histogram[-1].mark_ms == 4.0
-    assert report.to_csv().splitlines() == [
-        "call,latency_ms,status",
-        "0,1.0000,OK",
-        "1,3.0000,OK",
-        "2,2.0000,OK",
-        "3,4.0000,NOT_FOUND",
+    assert report.to_csv().splitlines() == [  # in the order the calls started, across processes
+        "call,start_time,latency_ms,status,error",
+        "0,2026-11-30T00:53:20.000000Z,1.0000,OK,",
+        "1,2026-11-30T00:53:20.001000Z,2.0000,OK,",
+        "2,2026-11-30T00:53:20.002500Z,4.0000,NOT_FOUND,no block",
+        "3,2026-11-30T00:53:20.003000Z,3.0000,OK,",
     ]
     report.write_json(tmp_path / "r.json", with_latencies=True)
     data = json.loads((tmp_path / "r.json").read_text())

@@ -65,11 +65,11 @@ def register(subparsers: Subparsers) -> None:
         help="metadata on every call (repeatable)",
     )
     tls = parser.add_argument_group(
-        "TLS (default: the global --root-cert/--client-cert/--client-key, else plaintext)"
+        "TLS (the global options' names, also accepted here; ghz's --cacert/--cert/--key are aliases)"
     )
-    tls.add_argument("--cacert", help="PEM CA of the server's certificate: connect with TLS")
-    tls.add_argument("--cert", help="PEM client certificate for mTLS (with --key)")
-    tls.add_argument("--key", help="PEM key of --cert")
+    tls.add_argument("--root-cert", "--cacert", dest="cacert", help="PEM CA of the server's certificate: TLS")
+    tls.add_argument("--client-cert", "--cert", dest="cert", help="PEM client certificate for mTLS")
+    tls.add_argument("--client-key", "--key", dest="key", help="PEM key of --client-cert")
     tls.add_argument("--cname", help="the name the server's certificate must carry, if not the target's host")
     tls.add_argument("--insecure", action="store_true", help="TLS without verifying the server's certificate")
 

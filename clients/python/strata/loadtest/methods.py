@@ -8,6 +8,7 @@ other method is looked up through the server's reflection service.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import ipaddress
 import socket
@@ -20,6 +21,11 @@ from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
+_KNOWN_SERVICES = (
+    "strata.memory.v1.MemoryService",
+    "strata.retrieval.v1.RetrievalService",
+    "grpc.health.v1.Health",
+)
 _GENERATED_MODULES = (
     "strata.memory.v1.memory_service_pb2",
     "strata.retrieval.v1.retrieval_pb2",
@@ -81,6 +87,20 @@ def _from_pool(pool: descriptor_pool.DescriptorPool, service: str, method: str) 
         return None
 
 
+def _did_you_mean(service: str, method: str) -> str:
+    """``; did you mean pkg.Service/Method?`` naming the closest method of the services the CLI
+    knows without a server (Strata's and gRPC health), case aside, or ``""`` when none is close."""
+    known: dict[str, str] = {}
+    for name in _KNOWN_SERVICES:
+        try:
+            found = descriptor_pool.Default().FindServiceByName(name)
+        except KeyError:  # grpcio-health-checking absent
+            continue
+        known |= {f"{name}/{m.name}".lower(): f"{name}/{m.name}" for m in found.methods}
+    close = difflib.get_close_matches(f"{service}/{method}".lower(), list(known), n=1, cutoff=0.8)
+    return f"; did you mean {known[close[0]]}?" if close else ""
+
+
 def _from_reflection(channel: grpc.Channel, target: str, service: str) -> descriptor_pool.DescriptorPool:
     try:
         from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
@@ -108,9 +128,12 @@ def resolve_method(
     found = _from_pool(descriptor_pool.Default(), service, method)
     if found is None and target is not None:
         opened = channel() if channel is not None else grpc.insecure_channel(target)
-        found = _from_pool(_from_reflection(opened, target, service), service, method)
+        try:
+            found = _from_pool(_from_reflection(opened, target, service), service, method)
+        except LoadTestError as unknown:
+            raise LoadTestError(f"{unknown}{_did_you_mean(service, method)}") from None
     if found is None:
-        raise LoadTestError(f"unknown method {service}/{method}")
+        raise LoadTestError(f"unknown method {service}/{method}{_did_you_mean(service, method)}")
     if found.client_streaming or found.server_streaming:
         raise LoadTestError(f"{service}/{method} is a streaming method; only unary calls are load-tested")
     return Method(

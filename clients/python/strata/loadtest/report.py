@@ -9,8 +9,9 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
@@ -61,6 +62,33 @@ class Sample:
     finished: float
     errors: Mapping[str, int] = field(default_factory=dict)  # "STATUS: message" -> calls
     warmup_calls: int = 0
+    starts_ns: Sequence[int] = ()  # wall clock (ns since the epoch) at each call's start
+    messages: Sequence[str] = ()  # each call's error message, "" when OK
+
+
+class Call(NamedTuple):
+    """One measured call: when it started (wall clock, ns), how long it took, how it ended."""
+
+    start_ns: int
+    latency_ms: float
+    status: str
+    error: str
+
+
+def _calls(sample: Sample) -> Iterable[Call]:
+    count = len(sample.latencies_ns)
+    starts = sample.starts_ns or [0] * count
+    messages = sample.messages or [""] * count
+    for start, latency, status, message in zip(
+        starts, sample.latencies_ns, sample.statuses, messages, strict=True
+    ):
+        yield Call(start, latency / 1e6, status, message)
+
+
+def _iso(start_ns: int) -> str:
+    seconds, nanoseconds = divmod(start_ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=nanoseconds // 1000)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)
@@ -81,7 +109,7 @@ class Report:
     warmup_calls: int = 0
     latencies_ms: Sequence[float] = field(default=(), repr=False)
     histogram: Sequence[Bucket] = ()
-    calls: Sequence[tuple[float, str]] = field(default=(), repr=False)  # (latency ms, status) per call
+    calls: Sequence[Call] = field(default=(), repr=False)  # every measured call, in start order
 
     @classmethod
     def from_samples(
@@ -93,9 +121,7 @@ class Report:
         errors: Counter[str] = Counter()
         for part in parts:
             errors.update(part.errors)
-        calls = [
-            (x / 1e6, s) for part in parts for x, s in zip(part.latencies_ns, part.statuses, strict=True)
-        ]
+        calls = sorted(call for part in parts for call in _calls(part))
         seconds = max((p.finished for p in parts), default=0.0) - min((p.started for p in parts), default=0.0)
         count = len(latencies)
         summary: dict[str, float] = {}
@@ -151,11 +177,15 @@ class Report:
         path.write_text(json.dumps(self.to_dict(with_latencies=with_latencies), indent=2) + "\n")
 
     def to_csv(self) -> str:
-        """One row per measured call (latency in ms and status), as ghz's csv output."""
+        """One row per measured call in the order the calls started (every process's): its start
+        time (UTC, ISO 8601, microseconds), latency in ms, status and error message."""
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["call", "latency_ms", "status"])
-        writer.writerows((i, f"{latency:.4f}", status) for i, (latency, status) in enumerate(self.calls))
+        writer.writerow(["call", "start_time", "latency_ms", "status", "error"])
+        writer.writerows(
+            (i, _iso(call.start_ns), f"{call.latency_ms:.4f}", call.status, call.error)
+            for i, call in enumerate(self.calls)
+        )
         return out.getvalue()
 
     def write(self, path: Path) -> None:

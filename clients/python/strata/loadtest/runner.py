@@ -31,6 +31,8 @@ class _Phase:
         self.started = 0
         self.latencies: list[int] = []
         self.statuses: list[str] = []
+        self.starts_ns: list[int] = []  # wall clock (time.time_ns) at each call's start
+        self.messages: list[str] = []  # each call's error message ("" when OK)
         self.errors: dict[str, int] = {}  # "STATUS: message" -> calls that failed so
 
     def take(self) -> bool:
@@ -69,19 +71,23 @@ class _Caller:
 
     async def call(self, request: Message, phase: _Phase) -> None:
         assert self._stub is not None
+        wall = time.time_ns()
         start = time.perf_counter_ns()
+        message = ""
         try:
             await self._stub(request, timeout=self._spec.timeout, metadata=self._metadata)
             status = "OK"
         except grpc.aio.AioRpcError as error:
-            status = error.code().name
+            status, message = error.code().name, error.details() or ""
             if phase.record:
-                key = f"{status}: {error.details() or ''}"
+                key = f"{status}: {message}"
                 phase.errors[key] = phase.errors.get(key, 0) + 1
         elapsed = time.perf_counter_ns() - start
         if phase.record:
             phase.latencies.append(elapsed)
             phase.statuses.append(status)
+            phase.starts_ns.append(wall)
+            phase.messages.append(message)
 
 
 async def _closed_loop(caller: _Caller, phase: _Phase, workers: int) -> None:
@@ -144,5 +150,12 @@ async def run_process(spec: LoadSpec, worker_offset: int = 0, ready: StartSignal
         await _run_phase(caller, spec, measured)
         finished = time.monotonic()
     return Sample(
-        measured.latencies, measured.statuses, started, finished, measured.errors, warmup_calls=warmup.started
+        measured.latencies,
+        measured.statuses,
+        started,
+        finished,
+        measured.errors,
+        warmup_calls=warmup.started,
+        starts_ns=measured.starts_ns,
+        messages=measured.messages,
     )

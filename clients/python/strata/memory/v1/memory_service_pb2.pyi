@@ -1689,8 +1689,8 @@ class ExecuteToolRequest(_message.Message):
     tool_name: _builtins.str
     arguments: _builtins.str
     """The tool's arguments as a JSON object *encoded as a string*, exactly as the LLM emitted them,
-    not a nested object. For example, for core_memory_replace:
-    core_memory_replace: "{\\"label\\": \\"human\\", \\"old_content\\": \\"Lyon\\", \\"new_content\\": \\"Paris\\"}".
+    not a nested object; e.g. for core_memory_replace:
+    "{\\"label\\": \\"human\\", \\"old_content\\": \\"Lyon\\", \\"new_content\\": \\"Paris\\"}".
     ListTools gives each tool's JSON schema. Malformed JSON is a result with reason
     INVALID_TOOL_ARGUMENTS, not a failed call.
     """

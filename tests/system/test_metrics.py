@@ -21,8 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.settings import RetrievalSettings

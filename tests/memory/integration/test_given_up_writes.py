@@ -22,8 +22,8 @@ from sqlalchemy import select
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.config import MemorySettings
 from strata_memory.main import MemoryServer, start_memory_server
+from strata_memory.settings import MemorySettings
 from strata_memory.store import schema
 from strata_memory.store.database import Database
 from strata_serving.metrics import RPC_LABELS, rpc_labels

@@ -45,6 +45,8 @@ class ServingSettings(BaseSettings):
     tracing_exporter: TraceExporter = TraceExporter.NONE
     """none | otlp | console. With none no span is recorded (``traceparent`` is still forwarded)."""
     otlp_endpoint: str | None = None
-    """OTLP/gRPC collector for ``tracing_exporter=otlp`` (default: the exporter's, localhost:4317)."""
+    """OTLP/gRPC collector for ``tracing_exporter=otlp`` (default: the exporter's, localhost:4317):
+    ``host:port`` or ``http://host:port`` plaintext, ``https://host:port`` TLS; another scheme
+    refuses to start (``strata_serving.server_tracing.otlp_exporter``)."""
     trace_sample_ratio: float = Field(default=1.0, ge=0, le=1)
     """Share of new traces recorded (a caller's sampling decision is always followed)."""

@@ -23,7 +23,11 @@ def test_console_script_exit_codes_and_json(memory_target: str, tenant: str) -> 
     )
     assert created.returncode == 0, created.stderr
     agent = json.loads(created.stdout)
-    assert (agent["name"], agent["tenant_id"], agent["block_labels"]) == ("proc", tenant, ["persona", "human"])
+    assert (agent["name"], agent["tenant_id"], agent["block_labels"]) == (
+        "proc",
+        tenant,
+        ["persona", "human"],
+    )
 
     missing = subprocess.run(
         [STRATA, "--tenant", tenant, "blocks", "get", "--agent", agent["id"], "--label", "nope"],

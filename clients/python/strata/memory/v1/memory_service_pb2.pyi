@@ -1938,3 +1938,144 @@ class ExportAgentFileResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ExportAgentFileResponse: _TypeAlias = ExportAgentFileResponse  # noqa: Y015
+
+@_typing.final
+class ConversationRef(_message.Message):
+    """One conversation of one agent."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    CONVERSATION_ID_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    conversation_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        conversation_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "conversation_id", b"conversation_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConversationRef: _TypeAlias = ConversationRef  # noqa: Y015
+
+@_typing.final
+class PurgeRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    BLOCK_ID_FIELD_NUMBER: _builtins.int
+    PASSAGE_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_ID_FIELD_NUMBER: _builtins.int
+    CONVERSATION_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    """The agent with its blocks (those no other agent holds), messages, conversations, prompts,
+    receipts, residues and the archives (with their passages) no other agent holds.
+    """
+    block_id: _builtins.str
+    """The block and its whole history, from every agent holding it; their compiled prompts too."""
+    passage_id: _builtins.str
+    message_id: _builtins.str
+    @_builtins.property
+    def conversation(self) -> Global___ConversationRef:
+        """Every message of the conversation, with its compiled prompt."""
+
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+        block_id: _builtins.str = ...,
+        passage_id: _builtins.str = ...,
+        message_id: _builtins.str = ...,
+        conversation: Global___ConversationRef | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "block_id", b"block_id", "conversation", b"conversation", "message_id", b"message_id", "passage_id", b"passage_id", "target", b"target"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "block_id", b"block_id", "conversation", b"conversation", "message_id", b"message_id", "passage_id", b"passage_id", "target", b"target"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_target: _TypeAlias = _typing.Literal["agent_id", "block_id", "passage_id", "message_id", "conversation"]  # noqa: Y015
+    _WhichOneofArgType_target: _TypeAlias = _typing.Literal["target", b"target"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_target) -> _WhichOneofReturnType_target | None: ...
+
+Global___PurgeRequest: _TypeAlias = PurgeRequest  # noqa: Y015
+
+@_typing.final
+class PurgeCount(_message.Message):
+    """How many rows or documents one store held for the purged target and deleted."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORE_FIELD_NUMBER: _builtins.int
+    DELETED_FIELD_NUMBER: _builtins.int
+    store: _builtins.str
+    """e.g. "blocks", "block_versions", "messages", "index_jobs", "vector_leg", "text_leg"."""
+    deleted: _builtins.int
+    def __init__(
+        self,
+        *,
+        store: _builtins.str = ...,
+        deleted: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted", b"deleted", "store", b"store"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PurgeCount: _TypeAlias = PurgeCount  # noqa: Y015
+
+@_typing.final
+class PurgeReceipt(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TARGET_FIELD_NUMBER: _builtins.int
+    COUNTS_FIELD_NUMBER: _builtins.int
+    DOCUMENT_IDS_FIELD_NUMBER: _builtins.int
+    VERIFIED_FIELD_NUMBER: _builtins.int
+    REMAINING_IDS_FIELD_NUMBER: _builtins.int
+    VERIFICATION_NOTE_FIELD_NUMBER: _builtins.int
+    PURGED_AT_FIELD_NUMBER: _builtins.int
+    target: _builtins.str
+    """The target as "agent/<id>", "block/<id>", "passage/<id>", "message/<id>" or
+    "conversation/<agent_id>/<conversation_id>".
+    """
+    verified: _builtins.bool
+    """True when RetrievalService was read back by id after the deletion and no leg held any of document_ids."""
+    verification_note: _builtins.str
+    """Why verified is false, for a person; empty when verified."""
+    @_builtins.property
+    def counts(self) -> _containers.RepeatedCompositeFieldContainer[Global___PurgeCount]:
+        """Every store, in a fixed order, including those that held nothing (deleted = 0)."""
+
+    @_builtins.property
+    def document_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The index document ids deleted (passages' and messages' ids), sorted."""
+
+    @_builtins.property
+    def remaining_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Ids a leg still held on read-back; empty when verified, or when the read-back could not run (see verification_note)."""
+
+    @_builtins.property
+    def purged_at(self) -> _timestamp_pb2.Timestamp: ...
+    def __init__(
+        self,
+        *,
+        target: _builtins.str = ...,
+        counts: _abc.Iterable[Global___PurgeCount] | None = ...,
+        document_ids: _abc.Iterable[_builtins.str] | None = ...,
+        verified: _builtins.bool = ...,
+        remaining_ids: _abc.Iterable[_builtins.str] | None = ...,
+        verification_note: _builtins.str = ...,
+        purged_at: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["purged_at", b"purged_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["counts", b"counts", "document_ids", b"document_ids", "purged_at", b"purged_at", "remaining_ids", b"remaining_ids", "target", b"target", "verification_note", b"verification_note", "verified", b"verified"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PurgeReceipt: _TypeAlias = PurgeReceipt  # noqa: Y015

@@ -256,6 +256,11 @@ class MemoryServiceStub:
                 request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileRequest.SerializeToString,
                 response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileResponse.FromString,
                 _registered_method=True)
+        self.Purge = channel.unary_unary(
+                '/strata.memory.v1.MemoryService/Purge',
+                request_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.PurgeRequest.SerializeToString,
+                response_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.PurgeReceipt.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -558,6 +563,19 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Purge(self, request, context):
+        """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
+        conversation with every stored copy of its content (block history, attachment history, compiled
+        prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
+        outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
+        leg back by id. The receipt counts what each store held and says whether the read-back found
+        nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
+        receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -780,6 +798,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.ExportAgentFile,
                     request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileRequest.FromString,
                     response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileResponse.SerializeToString,
+            ),
+            'Purge': grpc.unary_unary_rpc_method_handler(
+                    servicer.Purge,
+                    request_deserializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.PurgeRequest.FromString,
+                    response_serializer=strata_dot_memory_dot_v1_dot_memory__service__pb2.PurgeReceipt.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1970,6 +1993,33 @@ class MemoryService:
             '/strata.memory.v1.MemoryService/ExportAgentFile',
             strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileRequest.SerializeToString,
             strata_dot_memory_dot_v1_dot_memory__service__pb2.ExportAgentFileResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Purge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.memory.v1.MemoryService/Purge',
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.PurgeRequest.SerializeToString,
+            strata_dot_memory_dot_v1_dot_memory__service__pb2.PurgeReceipt.FromString,
             options,
             channel_credentials,
             insecure,

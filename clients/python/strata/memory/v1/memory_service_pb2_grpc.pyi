@@ -124,6 +124,15 @@ class MemoryServiceStub:
     (its group) and what was kept verbatim at import, so that importing the result gives the same
     blocks, values, limits and messages.
     """
+    Purge: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.PurgeRequest, _memory_service_pb2.PurgeReceipt]
+    """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
+    conversation with every stored copy of its content (block history, attachment history, compiled
+    prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
+    outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
+    leg back by id. The receipt counts what each store held and says whether the read-back found
+    nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
+    receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
+    """
 
 @_typing.type_check_only
 class MemoryServiceAsyncStub(MemoryServiceStub):
@@ -209,6 +218,15 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """Writes an agent as an Agent File, with the agents imported together with it from one file
     (its group) and what was kept verbatim at import, so that importing the result gives the same
     blocks, values, limits and messages.
+    """
+    Purge: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.PurgeRequest, _memory_service_pb2.PurgeReceipt]  # type: ignore[assignment]
+    """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
+    conversation with every stored copy of its content (block history, attachment history, compiled
+    prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
+    outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
+    leg back by id. The receipt counts what each store held and says whether the read-back found
+    nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
+    receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
     """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -556,6 +574,21 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         """Writes an agent as an Agent File, with the agents imported together with it from one file
         (its group) and what was kept verbatim at import, so that importing the result gives the same
         blocks, values, limits and messages.
+        """
+
+    @_abc_1.abstractmethod
+    def Purge(
+        self,
+        request: _memory_service_pb2.PurgeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_memory_service_pb2.PurgeReceipt, _abc.Awaitable[_memory_service_pb2.PurgeReceipt]]:
+        """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
+        conversation with every stored copy of its content (block history, attachment history, compiled
+        prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
+        outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
+        leg back by id. The receipt counts what each store held and says whether the read-back found
+        nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
+        receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

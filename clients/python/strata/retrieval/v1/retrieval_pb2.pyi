@@ -687,3 +687,51 @@ class ListDocumentIdsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListDocumentIdsResponse: _TypeAlias = ListDocumentIdsResponse  # noqa: Y015
+
+@_typing.final
+class FindDocumentsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ids(self) -> Global___DocumentIds: ...
+    def __init__(
+        self,
+        *,
+        ids: Global___DocumentIds | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ids", b"ids"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ids", b"ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FindDocumentsRequest: _TypeAlias = FindDocumentsRequest  # noqa: Y015
+
+@_typing.final
+class FindDocumentsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VECTOR_IDS_FIELD_NUMBER: _builtins.int
+    TEXT_IDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def vector_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The requested ids the vector leg (dense vectors and payloads) still holds, sorted."""
+
+    @_builtins.property
+    def text_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The requested ids the full-text leg (Tantivy, or the Qdrant server engine's sparse vectors) still holds, sorted."""
+
+    def __init__(
+        self,
+        *,
+        vector_ids: _abc.Iterable[_builtins.str] | None = ...,
+        text_ids: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["text_ids", b"text_ids", "vector_ids", b"vector_ids"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FindDocumentsResponse: _TypeAlias = FindDocumentsResponse  # noqa: Y015

@@ -59,6 +59,11 @@ class RetrievalServiceStub:
                 request_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsRequest.SerializeToString,
                 response_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsResponse.FromString,
                 _registered_method=True)
+        self.FindDocuments = channel.unary_unary(
+                '/strata.retrieval.v1.RetrievalService/FindDocuments',
+                request_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.FindDocumentsRequest.SerializeToString,
+                response_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.FindDocumentsResponse.FromString,
+                _registered_method=True)
 
 
 class RetrievalServiceServicer:
@@ -101,6 +106,15 @@ class RetrievalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FindDocuments(self, request, context):
+        """Which of these ids each index leg holds, read from each leg by id (not by search), so a caller
+        can prove a deletion: a purge reads back every id it deleted. Ids held by no leg are absent
+        from both lists. At most max_delete_ids ids per request.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrievalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +142,11 @@ def add_RetrievalServiceServicer_to_server(servicer, server):
                     servicer.ListDocumentIds,
                     request_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsRequest.FromString,
                     response_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsResponse.SerializeToString,
+            ),
+            'FindDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.FindDocuments,
+                    request_deserializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.FindDocumentsRequest.FromString,
+                    response_serializer=strata_dot_retrieval_dot_v1_dot_retrieval__pb2.FindDocumentsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -265,6 +284,33 @@ class RetrievalService:
             '/strata.retrieval.v1.RetrievalService/ListDocumentIds',
             strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsRequest.SerializeToString,
             strata_dot_retrieval_dot_v1_dot_retrieval__pb2.ListDocumentIdsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FindDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.retrieval.v1.RetrievalService/FindDocuments',
+            strata_dot_retrieval_dot_v1_dot_retrieval__pb2.FindDocumentsRequest.SerializeToString,
+            strata_dot_retrieval_dot_v1_dot_retrieval__pb2.FindDocumentsResponse.FromString,
             options,
             channel_credentials,
             insecure,

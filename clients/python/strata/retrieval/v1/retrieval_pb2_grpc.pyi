@@ -48,6 +48,11 @@ class RetrievalServiceStub:
     """The ids of the documents matching a filter, a page at a time in a stable order (by storage key),
     so a caller can reconcile the index with its source of truth (MemoryService's Reindex does).
     """
+    FindDocuments: _grpc.UnaryUnaryMultiCallable[_retrieval_pb2.FindDocumentsRequest, _retrieval_pb2.FindDocumentsResponse]
+    """Which of these ids each index leg holds, read from each leg by id (not by search), so a caller
+    can prove a deletion: a purge reads back every id it deleted. Ids held by no leg are absent
+    from both lists. At most max_delete_ids ids per request.
+    """
 
 @_typing.type_check_only
 class RetrievalServiceAsyncStub(RetrievalServiceStub):
@@ -65,6 +70,11 @@ class RetrievalServiceAsyncStub(RetrievalServiceStub):
     ListDocumentIds: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.ListDocumentIdsRequest, _retrieval_pb2.ListDocumentIdsResponse]  # type: ignore[assignment]
     """The ids of the documents matching a filter, a page at a time in a stable order (by storage key),
     so a caller can reconcile the index with its source of truth (MemoryService's Reindex does).
+    """
+    FindDocuments: _aio.UnaryUnaryMultiCallable[_retrieval_pb2.FindDocumentsRequest, _retrieval_pb2.FindDocumentsResponse]  # type: ignore[assignment]
+    """Which of these ids each index leg holds, read from each leg by id (not by search), so a caller
+    can prove a deletion: a purge reads back every id it deleted. Ids held by no leg are absent
+    from both lists. At most max_delete_ids ids per request.
     """
 
 class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -110,6 +120,17 @@ class RetrievalServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_retrieval_pb2.ListDocumentIdsResponse, _abc.Awaitable[_retrieval_pb2.ListDocumentIdsResponse]]:
         """The ids of the documents matching a filter, a page at a time in a stable order (by storage key),
         so a caller can reconcile the index with its source of truth (MemoryService's Reindex does).
+        """
+
+    @_abc_1.abstractmethod
+    def FindDocuments(
+        self,
+        request: _retrieval_pb2.FindDocumentsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieval_pb2.FindDocumentsResponse, _abc.Awaitable[_retrieval_pb2.FindDocumentsResponse]]:
+        """Which of these ids each index leg holds, read from each leg by id (not by search), so a caller
+        can prove a deletion: a purge reads back every id it deleted. Ids held by no leg are absent
+        from both lists. At most max_delete_ids ids per request.
         """
 
 def add_RetrievalServiceServicer_to_server(servicer: RetrievalServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -157,7 +157,7 @@ HOSTILE = [
     "",
     "_",
     "tea^100 OR text:*",
-    "\x00\x01 control characters",
+    "\x01\x7f control characters",  # a NUL is refused (below), other control characters are text
 ]
 
 
@@ -168,6 +168,45 @@ async def test_hostile_query_text_never_fails(
 ) -> None:
     response = await service.stub.Search(search(text, mode, top_k=10))
     assert all(hit.document.scope.tenant_id == TENANT for hit in response.hits)
+
+
+def _with_metadata(document: pb.Document, metadata: dict[str, str]) -> pb.Document:
+    document.metadata.update(metadata)
+    return document
+
+
+NUL_REQUESTS = [
+    ("UpsertDocuments", upsert(passage("nul", "tea\x00time")), "documents[0].text"),
+    ("UpsertDocuments", upsert(passage("nul", "tea", tags=("a\x00",))), "documents[0].tags[0]"),
+    (
+        "UpsertDocuments",
+        upsert(_with_metadata(passage("nul", "tea"), {"k\x00": "v"})),
+        "documents[0].metadata",
+    ),
+    ("Search", search("\x00\x01 control characters"), "query"),
+    ("Search", search("tea", tenant_id="tenant-1\x00"), "filter.tenant_id"),
+]
+
+
+@pytest.mark.parametrize(("method", "request_", "field"), NUL_REQUESTS)
+async def test_a_nul_in_any_string_field_or_map_key_is_refused_naming_it(
+    service: Service, method: str, request_: Any, field: str
+) -> None:
+    error = await refused(getattr(service.stub, method)(request_))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    info = error_info_from(error.trailing_metadata())
+    assert info is not None
+    assert info.reason == "NUL_CHARACTER"
+    assert violated_fields(error) == [field]
+    assert "nul" not in await ids(service, search("tea", pb.SEARCH_MODE_FTS, top_k=20))
+
+
+async def test_an_enum_number_the_proto_does_not_define_names_its_reason(service: Service) -> None:
+    error = await refused(service.stub.Search(search("tea", 7)))  # type: ignore[arg-type]
+    info = error_info_from(error.trailing_metadata())
+    assert info is not None
+    assert info.reason == "UNKNOWN_ENUM_VALUE"
+    assert violated_fields(error) == ["mode"]
 
 
 async def test_field_syntax_in_the_query_cannot_reach_another_tenant(service: Service) -> None:

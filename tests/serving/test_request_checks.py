@@ -1,8 +1,8 @@
 """strata_serving.request_checks walks any service's requests and raises the refusals it is given.
 
-MemoryService applies it with its own reasons (tests/memory/integration/test_write_contract.py goes
-through a running server); here the walker alone, on RetrievalService's messages, with refusal
-classes of the test's own, shows it is not bound to one API.
+Both services apply it with their own reasons (tests/memory/integration/test_write_contract.py and
+tests/retrieval/test_service_errors.py go through a running server); here the walker alone, on
+RetrievalService's messages, with refusal classes of the test's own, shows it is not bound to one API.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from strata_serving.errors import FailedPrecondition, Unavailable
+from strata_serving.errors import FailedPrecondition, InvalidArgument, Unavailable
+from strata_serving.request_checks import Refusals
 
 
 class EmbeddingModelMismatch(FailedPrecondition):
@@ -22,3 +23,19 @@ class IndexUnavailable(Unavailable):
     retrying later may succeed (writes are idempotent)."""
 
     default_reason = "INDEX_UNAVAILABLE"
+
+
+class NulCharacter(InvalidArgument):
+    """A string field or map key of the request holds U+0000 (no index stores it)."""
+
+    default_reason = "NUL_CHARACTER"
+
+
+class UnknownEnumValue(InvalidArgument):
+    """An enum field holds a number its enum does not define."""
+
+    default_reason = "UNKNOWN_ENUM_VALUE"
+
+
+REQUEST_REFUSALS = Refusals(nul_character=NulCharacter, unknown_enum_value=UnknownEnumValue)
+"""What :func:`strata_serving.request_checks.checked_requests` raises for RetrievalService."""

@@ -4,6 +4,9 @@ Until the engine is open every call fails with UNAVAILABLE; if the index on disk
 embedding model every call fails with that FAILED_PRECONDITION (reason EMBEDDING_MODEL_MISMATCH). A
 call the Qdrant server could not answer (down, restarting, timed out, a server error) fails with
 UNAVAILABLE (reason INDEX_UNAVAILABLE), which MemoryService's outbox waits out instead of parking.
+Before any handler runs, a request with a NUL in any string field or map key, or an enum number its
+proto does not define, is refused with INVALID_ARGUMENT (NUL_CHARACTER, UNKNOWN_ENUM_VALUE) naming
+the field (:mod:`strata_serving.request_checks`, the rules MemoryService applies too).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_retrieval import conversions
 from strata_retrieval.engine import RetrievalEngine
-from strata_retrieval.errors import IndexUnavailable
+from strata_retrieval.errors import REQUEST_REFUSALS, IndexUnavailable
 from strata_retrieval.vectors.qdrant_dense import unreachable
 from strata_serving import tracing
 from strata_serving.errors import InvalidArgument, StrataError, Unavailable
+from strata_serving.request_checks import checked_requests
 
 _T = TypeVar("_T")
 DEFAULT_ID_PAGE = 1_000
@@ -32,6 +36,7 @@ MAX_ID_PAGE = 10_000
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
+@checked_requests(pb.DESCRIPTOR.services_by_name["RetrievalService"], REQUEST_REFUSALS)  # no NUL, no bad enum
 class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
@@ -98,6 +103,14 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
             lambda: engine.list_ids(flt, after_key=after, limit=request.page_size or DEFAULT_ID_PAGE)
         )
         return pb.ListDocumentIdsResponse(ids=ids, next_page_token=following)
+
+    async def FindDocuments(
+        self, request: pb.FindDocumentsRequest, context: Context
+    ) -> pb.FindDocumentsResponse:
+        engine = self._ready()
+        ids = request.ids
+        vector_ids, text_ids = await self._run(engine.find_ids, ids.tenant_id, list(ids.ids))
+        return pb.FindDocumentsResponse(vector_ids=vector_ids, text_ids=text_ids)
 
     def _ready(self) -> RetrievalEngine:
         if self._engine is None:

@@ -127,6 +127,15 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     server error; retry later (writes are idempotent). MemoryService's outbox keeps its jobs waiting.
     Status: UNAVAILABLE. Metadata: none.
     """
+    NUL_CHARACTER: _ErrorReason.ValueType  # 26
+    """A string field or map key of the request holds U+0000. RetrievalService refuses it before any
+    handler runs (the same rule MemoryService applies); nothing is indexed.
+    Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+    """
+    UNKNOWN_ENUM_VALUE: _ErrorReason.ValueType  # 27
+    """An enum field holds a number its enum does not define.
+    Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -231,5 +240,14 @@ INDEX_UNAVAILABLE: ErrorReason.ValueType  # 25
 """The Qdrant server behind the server engine could not be reached, timed out or answered with a
 server error; retry later (writes are idempotent). MemoryService's outbox keeps its jobs waiting.
 Status: UNAVAILABLE. Metadata: none.
+"""
+NUL_CHARACTER: ErrorReason.ValueType  # 26
+"""A string field or map key of the request holds U+0000. RetrievalService refuses it before any
+handler runs (the same rule MemoryService applies); nothing is indexed.
+Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
+"""
+UNKNOWN_ENUM_VALUE: ErrorReason.ValueType  # 27
+"""An enum field holds a number its enum does not define.
+Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

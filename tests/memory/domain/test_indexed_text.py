@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.documents import (
     MAX_CONTEXT_CHARS,
@@ -11,9 +13,13 @@ from strata_memory.indexing.documents import (
 )
 from strata_memory.store.records import MessageRecord, ToolCallRecord
 
+SAID_US = int(datetime(2023, 5, 8, 13, 56, tzinfo=UTC).timestamp() * 1_000_000)
+"""When the test messages were said: Monday 8 May 2023."""
+
 
 def message(content: str, *, name: str = "", role: str = "user", seq: int = 1) -> MessageRecord:
     return MessageRecord(
+        created_us=SAID_US,
         id=f"message-{seq}",
         tenant_id="t",
         agent_id="agent-1",
@@ -42,8 +48,8 @@ def test_the_speaker_name_prefixes_the_text_and_tool_calls_are_searchable() -> N
 
 def test_without_context_the_indexed_text_is_the_message_text() -> None:
     alone = message("Yes, last Saturday!", name="Mel")
-    assert indexed_text(alone) == "Mel: Yes, last Saturday!"
-    assert message_document(alone).text == "Mel: Yes, last Saturday!"
+    assert indexed_text(alone) == "Mel: Yes, last Saturday! [last Saturday: 6 May 2023]"
+    assert message_document(alone).text == "Mel: Yes, last Saturday! [last Saturday: 6 May 2023]"
 
 
 def test_preceding_turns_are_the_context_nearest_first_apart_from_the_text() -> None:
@@ -53,7 +59,7 @@ def test_preceding_turns_are_the_context_nearest_first_apart_from_the_text() -> 
     ]
     reply = message("Yes, last Saturday!", name="Mel", seq=3)
     document = message_document(reply, turns)
-    assert document.text == "Mel: Yes, last Saturday!"
+    assert document.text == "Mel: Yes, last Saturday! [last Saturday: 6 May 2023]"
     assert document.context == "Caroline: When was it?\nCaroline: Did you go hiking?"
     assert indexed_text(reply, turns) == f"{document.text}\n{document.context}"
     assert document.id == "message-3"

@@ -10,6 +10,10 @@ document's ``context``, apart from its text, and ``recall_context_legs`` says wh
 previous turn lends its words to a reply without making the reply look like the turn itself to the
 vector leg (bench/LOCOMO.md measures each choice). The store and search results keep the message alone.
 
+Time phrases in a message ("yesterday", "last week", "next month") are indexed with the absolute date
+they name, resolved against the message's own time (``time_phrases``): ``… [yesterday: 7 May 2023]``,
+so a search naming that day finds the turn. Only the first MAX_DATED_CHARS are read for them.
+
 Building a document never raises on a stored value: tool-call arguments nested deeper than the JSON
 decoder allows are indexed as the raw text, nesting is walked without recursion, lone surrogates
 (which an escaped ``\\ud800`` in JSON arguments can store) become U+FFFD, and metadata (stored and
@@ -21,17 +25,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.indexing.time_phrases import date_notes
 from strata_memory.store.records import MessageRecord, PassageRecord
 
 MAX_INDEXED_CHARS = 30_000
 """Longer texts are indexed by their beginning (the embedder reads 256 tokens anyway); the store keeps all."""
 MAX_CONTEXT_CHARS = 1_000
 """Each preceding turn indexed with a message contributes at most this many characters."""
+MAX_DATED_CHARS = 4_000
+"""Time phrases are looked for in a message's first this many characters (each clause costs a parse)."""
 MAX_INDEXED_METADATA_CHARS = 16_384
 """Metadata entries are indexed (in key order) while keys and values total at most this many characters."""
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -63,7 +71,7 @@ def message_document(
     """``context``: the turns just before the message in its conversation, oldest first."""
     return rpb.Document(
         id=message.id,
-        text=clean(message_text(message)[:MAX_INDEXED_CHARS]),
+        text=clean(dated_text(message)),
         context=clean(context_text(context)[:MAX_INDEXED_CHARS]),
         context_legs=CONTEXT_LEGS[context_legs],
         kind=rpb.DOCUMENT_KIND_MESSAGE,
@@ -100,7 +108,15 @@ def context_text(context: Sequence[MessageRecord]) -> str:
 
 def indexed_text(message: MessageRecord, context: Sequence[MessageRecord] = ()) -> str:
     """The message's own text, then the preceding turns: what a leg that reads the context indexes."""
-    return "\n".join(part for part in (message_text(message), context_text(context)) if part)
+    return "\n".join(part for part in (dated_text(message), context_text(context)) if part)
+
+
+def dated_text(message: MessageRecord) -> str:
+    """The message's text (bounded), then its time phrases with the dates they name."""
+    text = message_text(message)[:MAX_INDEXED_CHARS]
+    said_at = datetime.fromtimestamp(message.created_us / 1_000_000, UTC)
+    notes = date_notes(text[:MAX_DATED_CHARS], said_at)
+    return f"{text} {notes}" if notes else text
 
 
 def message_text(message: MessageRecord) -> str:

@@ -35,8 +35,8 @@ class MemorySettings(ServingSettings):
     """Index jobs delivered to RetrievalService per call."""
     outbox_deliveries_in_flight: int = Field(default=1, ge=1)
     """Index batches the outbox may have in flight at once: with 2, while RetrievalService embeds one,
-    the next full batch is claimed and sent. 1 on 2 cores (paired A/Bs: no gain on an import, a cost
-    on streams of small appends); try 2 where RetrievalService has cores to spare."""
+    the next full batch is claimed and sent. 1 on 2 cores (bench/perf/findings.md); try 2 where
+    RetrievalService has cores to spare."""
     outbox_linger_seconds: float = Field(default=0.05, ge=0)
     """After a delivery that released ``wait_searchable`` callers, how long the outbox waits for as many
     new writes before claiming the next batch (writers that waited usually write again at once; one

@@ -119,7 +119,7 @@ def _three_sigma(values: Sequence[float]) -> list[float]:
     if not values:
         return []
     mean = math.fsum(values) / len(values)
-    # plain floats: statistics.pstdev computes exactly, in fractions, at ~3x a whole RRF's cost
+    # plain floats, not statistics.pstdev (it computes exactly, in fractions: bench/perf/findings.md)
     spread = 6 * math.sqrt(math.fsum((value - mean) ** 2 for value in values) / len(values))
     if not spread > 0:
         return [0.5] * len(values)

@@ -109,7 +109,7 @@ _DROP_UNUSED = delete(_snapshots).where(
 # some). Each is a scalar subquery of the ``agent_id`` parameter, so other statements can carry them.
 # Messages and passages are counted where they are written (``agents.message_count``, kept by the
 # statement that numbers an agent's messages, and ``archives.passage_count``): reading them costs the
-# same at any history length, where counting the rows grew with it (53-108 ms at 2M messages).
+# same at any history length, where counting the rows grows with it (bench/perf/findings.md).
 _agent_archives = select(schema.archive_agents.c.archive_id).where(
     schema.archive_agents.c.agent_id == bindparam("agent_id")
 )

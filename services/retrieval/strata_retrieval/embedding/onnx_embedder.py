@@ -35,7 +35,7 @@ GRAPH_VERSION = 3  # bump when minilm_graph changes, so stale cached graphs are 
 
 class Precision(StrEnum):
     FP32 = "fp32"  # the model exactly as published
-    INT8 = "int8"  # dynamic per-channel int8 weights (MatMul, Attention): ~1.8-2.4x faster, mean cos 0.99
+    INT8 = "int8"  # dynamic per-channel int8 weights (MatMul, Attention); figures: bench/perf/findings.md
 
     @property
     def model_name(self) -> str:
@@ -43,8 +43,8 @@ class Precision(StrEnum):
         return MODEL_NAME if self is Precision.FP32 else f"{MODEL_NAME}:{self}"
 
 
-# New indexes use int8: SciFact nDCG@10 hybrid 0.7101 (fp32 0.7099), vector 0.6515 (0.6451), and a
-# query embeds in 3.0 ms instead of 5.7 ms (services/retrieval/README.md, "Embedding precision").
+# New indexes use int8: as good on SciFact as fp32 and faster to embed (services/retrieval/README.md,
+# "Embedding precision"; bench/perf/findings.md).
 DEFAULT_PRECISION = Precision.INT8
 
 
@@ -143,7 +143,7 @@ class OnnxSentenceEmbedder:
         if precision is Precision.FP32:
             return cls(session, tokenizer, name=precision.model_name, batch_size=batch_size)
         # int8 quantises activations with one scale per batch, so a text's vector would depend on
-        # the texts batched with it (up to 0.04 per component, measured); int8 runs each text alone
+        # the texts batched with it (bench/perf/findings.md); int8 runs each text alone
         # to stay deterministic, ``threads`` texts at once on a single-threaded session: short texts
         # leave a 2-thread run mostly waiting on its own threads (python -m bench.perf.embedder_speed).
         return cls(
@@ -171,7 +171,7 @@ class OnnxSentenceEmbedder:
             self._each_text_alone(texts, out)
             return out
         # One text at a time on purpose: encode_batch fans out to a rayon pool whose spinning threads
-        # fight onnxruntime's for the 2 cores (measured: 45 -> 76 chat messages/s without it).
+        # fight onnxruntime's for the cores (bench/perf/findings.md).
         encodings = [self._tokenizer.encode(text).ids for text in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
         for start in range(0, len(order), self._batch_size):
@@ -212,12 +212,12 @@ def _session(graph: Path, threads: int) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    # The CPU arena keeps the largest batch's memory (~0.5 GB after 32 x 256 tokens) but, measured
-    # here, turning it off cut throughput by 25 % on long texts and 3x on short ones.
+    # The CPU arena stays on: it keeps the largest batch's memory, but turning it off costs throughput,
+    # most on short texts (bench/perf/findings.md).
     options.log_severity_level = 3
-    # onnxruntime's pool threads spin between runs by default: in the service that kept one core
-    # ~85 % busy and made hybrid search ~1.8 ms slower over gRPC at 100k (13.2 -> 11.4 ms p50, four
-    # alternating runs each), although a query embedded alone is ~0.7 ms faster with spinning.
+    # onnxruntime's pool threads spin between runs by default; in the service that keeps a core busy
+    # and makes hybrid search slower over gRPC, though a query embedded alone is faster with spinning
+    # (bench/perf/findings.md). Spinning is off.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
 

@@ -21,7 +21,7 @@ from strata_retrieval.timestamps import from_micros, to_micros
 KEYWORD_FIELDS = ("tenant_id", "agent_id", "archive_id", "conversation_id", "kind", "role", "tags")
 TIME_FIELD = "created_us"
 VECTOR_NAME = "dense"
-HNSW_EF = 128  # measured on this machine: recall@10 ~0.96 at 100k points (notes/dependencies.md §3)
+HNSW_EF = 128  # the search-time beam width; its recall is in bench/perf/findings.md
 
 
 def to_payload(document: Document) -> dict[str, Any]:

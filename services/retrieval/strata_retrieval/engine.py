@@ -166,6 +166,23 @@ class RetrievalEngine:
             self._remove(keys)
         return len(keys)
 
+    def find_ids(self, tenant_id: str, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Which of ``ids`` (a tenant's) the vector leg and the text leg each hold, sorted; read by
+        key from each leg under the write lock, so no write is half-applied meanwhile."""
+        check_filter(DocumentFilter(tenant_id=tenant_id), self.limits, "ids")
+        if len(ids) > self.limits.max_delete_ids:
+            raise InvalidArgument.field(
+                "ids.ids", f"holds {len(ids)} ids; at most {self.limits.max_delete_ids}"
+            )
+        for i, document_id in enumerate(ids):
+            check_id(document_id, self.limits, f"ids.ids[{i}]")
+        id_of = {document_key(tenant_id, document_id): document_id for document_id in ids}
+        keys = sorted(id_of)
+        with self._write_lock:
+            vector_keys = set(self._vectors.fetch(keys)) if keys else set()
+            text_keys = self._text.held(tenant_id, keys) if keys else set()
+        return sorted(id_of[k] for k in vector_keys), sorted(id_of[k] for k in text_keys)
+
     def _delete_keys(self, keys: Sequence[str]) -> int:
         with self._write_lock:
             self._check_disk(())

@@ -28,6 +28,10 @@ class TextIndex(Protocol):
         best first; [] when ``text`` holds no searchable word."""
         ...
 
+    def held(self, tenant_id: str, keys: Sequence[str]) -> set[str]:
+        """Those of ``tenant_id``'s ``keys`` this leg holds, read by key (a purge's read-back)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -102,6 +102,12 @@ class TantivyTextIndex:
         hits = searcher.search(query, limit, count=False).hits
         return [ScoredKey(key=searcher.doc(address)["key"][0], score=float(score)) for score, address in hits]
 
+    def held(self, tenant_id: str, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` the index holds (deleted documents are gone once a delete commits); a
+        key already names its tenant, so ``tenant_id`` selects nothing more here."""
+        searcher = self._index.searcher()
+        return {key for key in keys if searcher.search(self._term("key", key), 1, count=True).count > 0}
+
     def document_count(self) -> int:
         return int(self._index.searcher().num_docs)
 

@@ -296,6 +296,18 @@ class QdrantJointIndex(QdrantDenseIndex):
             return []
         return _scored(self._client.query_batch_points(self._collection, [request])[0])
 
+    def sparse_held(self, keys: Sequence[str]) -> set[str]:
+        """Those of ``keys`` whose point carries a sparse vector, in the serving generation or the
+        one being built."""
+        collections = [self._collection]
+        if self._building is not None:
+            collections.append(self._building.collection)
+        held: set[str] = set()
+        for collection in collections:
+            records = self._client.retrieve(collection, ids=list(keys), with_vectors=[SPARSE_NAME])
+            held.update(str(r.id) for r in records if isinstance(r.vector, dict) and SPARSE_NAME in r.vector)
+        return held
+
     def search_legs(
         self, vector: Vectors, text: str, flt: DocumentFilter, vector_limit: int, text_limit: int
     ) -> tuple[list[ScoredKey], list[ScoredKey]]:
@@ -344,6 +356,9 @@ class SparseTextLeg:
 
     def search(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
         return self._index.search_text(text, flt, limit)
+
+    def held(self, tenant_id: str, keys: Sequence[str]) -> set[str]:
+        return self._index.sparse_held(keys) if keys else set()
 
     def close(self) -> None:
         """The index owns the connection and closes it."""

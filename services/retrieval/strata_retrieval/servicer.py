@@ -112,14 +112,6 @@ class RetrievalServicer(pb_grpc.RetrievalServiceServicer):
         vector_ids, text_ids = await self._run(engine.find_ids, ids.tenant_id, list(ids.ids))
         return pb.FindDocumentsResponse(vector_ids=vector_ids, text_ids=text_ids)
 
-    async def FindDocuments(
-        self, request: pb.FindDocumentsRequest, context: Context
-    ) -> pb.FindDocumentsResponse:
-        engine = self._ready()
-        ids = request.ids
-        vector_ids, text_ids = await self._run(engine.find_ids, ids.tenant_id, list(ids.ids))
-        return pb.FindDocumentsResponse(vector_ids=vector_ids, text_ids=text_ids)
-
     def _ready(self) -> RetrievalEngine:
         if self._engine is None:
             raise self._refusal

@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from strata_retrieval.engine import RetrievalEngine
 
+TENANT_SERIES = 20
+"""Tenants that keep a ``strata_index_documents`` series of their own: the ones holding the most
+documents. A tenant is whatever name the caller sends (MemoryService with auth off passes any
+``x-strata-tenant`` through), so the number of series must not follow the number of names."""
+OTHER_TENANTS = "other"
+"""The label of the one series that sums every tenant beyond the first ``TENANT_SERIES``."""
+
+
+def bounded_tenant_counts(counts: Mapping[str, int], keep: int = TENANT_SERIES) -> dict[str, int]:
+    """The ``keep`` largest counts by tenant (ties by name), the rest summed under ``OTHER_TENANTS``
+    (present only when some tenant was folded into it). At most ``keep + 1`` entries whatever the
+    number of tenants; the values sum to the same total."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    kept = dict(ranked[:keep])
+    rest = ranked[keep:]
+    if rest:
+        kept[OTHER_TENANTS] = kept.get(OTHER_TENANTS, 0) + sum(count for _, count in rest)
+    return kept
+
 
 class IndexCollector(Collector):
     """The HNSW build state (vectors not yet in a graph, searched exactly until the next build) and
-    documents per tenant (tenants this process has indexed for since it started: one count each)."""
+    documents per tenant (tenants this process has indexed for since it started), bounded: the
+    ``TENANT_SERIES`` largest by name, the rest in one ``tenant="other"`` series."""
 
     def __init__(self, engine: RetrievalEngine) -> None:
         self._engine = engine
@@ -25,9 +45,10 @@ class IndexCollector(Collector):
         )
         documents = GaugeMetricFamily(
             "strata_index_documents",
-            "Documents in the index, per tenant indexed since start.",
+            f"Documents in the index: the {TENANT_SERIES} tenants holding most by name, the rest as "
+            f'tenant="{OTHER_TENANTS}" (tenants indexed since start).',
             labels=["tenant"],
         )
-        for tenant, count in self._engine.documents_per_tenant().items():
+        for tenant, count in bounded_tenant_counts(self._engine.documents_per_tenant()).items():
             documents.add_metric([tenant], count)
         yield documents

@@ -106,7 +106,7 @@ class TantivyTextIndex:
         """Those of ``keys`` the index holds (deleted documents are gone once a delete commits); a
         key already names its tenant, so ``tenant_id`` selects nothing more here."""
         searcher = self._index.searcher()
-        return {key for key in keys if searcher.search(self._term("key", key), 1, count=True).count > 0}
+        return {key for key in keys if searcher.search(self._term("key", key), 1, count=False).hits}
 
     def document_count(self) -> int:
         return int(self._index.searcher().num_docs)

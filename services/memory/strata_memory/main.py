@@ -35,6 +35,7 @@ from strata_memory.operations.memory_operations import MemoryOperations
 from strata_memory.operations.messages import Messages
 from strata_memory.operations.parked_jobs import ParkedJobs
 from strata_memory.operations.prompts import Clock, Prompts
+from strata_memory.operations.purge import Purger
 from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.servicer import MemoryServicer
@@ -129,6 +130,7 @@ def build_operations(
         agent_files=AgentFiles(
             database, prompts, outbox, max_file_bytes=agent_file_bytes(settings.max_message_bytes)
         ),
+        purger=Purger(database, prompts, retrieval),
     )
 
 

@@ -23,6 +23,7 @@ from strata_memory.operations.memory_time import MemoryTime, Moment
 from strata_memory.operations.pagination import next_token, page_from
 from strata_memory.operations.prompts import PromptView
 from strata_memory.operations.tools import ToolCall
+from strata_memory.purge_servicer import PurgeHandlers
 from strata_memory.request_checks import checked_requests
 from strata_serving.errors import InvalidArgument
 from strata_serving.tenancy import tenant_of
@@ -35,7 +36,9 @@ RECEIPT_ATTRIBUTE = "strata.prompt_receipt_id"
 
 
 @checked_requests(api.DESCRIPTOR.services_by_name["MemoryService"])  # no NUL, no unknown enum value
-class MemoryServicer(ArchivalHandlers, AgentFileHandlers, memory_service_pb2_grpc.MemoryServiceServicer):
+class MemoryServicer(
+    ArchivalHandlers, AgentFileHandlers, PurgeHandlers, memory_service_pb2_grpc.MemoryServiceServicer
+):
     def __init__(self, ops: MemoryOperations) -> None:
         self._ops = ops
         self._history = MemoryTime(ops.prompts.database, ops.prompts.renders)

@@ -61,6 +61,10 @@ class StandIn(retrieval_pb2_grpc.RetrievalServiceServicer):
         await self._answer("delete", context)
         return rpb.DeleteDocumentsResponse()
 
+    async def FindDocuments(self, request: Any, context: Any) -> rpb.FindDocumentsResponse:  # noqa: N802
+        await self._answer("find", context)
+        return rpb.FindDocumentsResponse()
+
     async def Stats(self, request: Any, context: Any) -> rpb.StatsResponse:  # noqa: N802
         await self._answer("stats", context)
         return rpb.StatsResponse()

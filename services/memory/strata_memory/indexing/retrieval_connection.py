@@ -116,6 +116,17 @@ class RetrievalConnection:
     async def delete(self, request: rpb.DeleteDocumentsRequest) -> None:
         await self._delivery("DeleteDocuments", request)
 
+    async def delete_counted(self, request: rpb.DeleteDocumentsRequest) -> int:
+        """Delete, as :meth:`delete`; how many documents existed (a purge counts them)."""
+        response: rpb.DeleteDocumentsResponse = await self._call("DeleteDocuments", request)
+        return int(response.deleted_count)
+
+    async def find(self, tenant_id: str, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Which of these ids the vector leg and the text leg each hold (read by id, not searched)."""
+        request = rpb.FindDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=list(ids)))
+        found: rpb.FindDocumentsResponse = await self._call("FindDocuments", request)
+        return list(found.vector_ids), list(found.text_ids)
+
     async def list_ids(self, flt: rpb.DocumentFilter) -> AsyncIterator[list[str]]:
         """The ids of the indexed documents matching ``flt``, a page at a time."""
         token = ""

@@ -17,6 +17,7 @@ from strata_memory.operations.blocks import Blocks
 from strata_memory.operations.files import Files
 from strata_memory.operations.messages import Messages
 from strata_memory.operations.prompts import Prompts
+from strata_memory.operations.purge import Purger
 from strata_memory.operations.search import Search
 from strata_memory.operations.tools import ToolRunner
 
@@ -36,3 +37,4 @@ class MemoryOperations:
     reindexer: Reindexer
     index_queue: IndexQueue
     agent_files: AgentFiles
+    purger: Purger

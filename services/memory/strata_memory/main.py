@@ -115,6 +115,7 @@ def build_operations(
         files=Files(database, prompts),
         messages=Messages(database, outbox),
         prompts=prompts,
+        query_periods=settings.recall_query_periods,
         tools=ToolRunner(database, prompts, clock, ExternalTools(archives, search, outbox, clock)),
         archives=archives,
         search=search,

@@ -89,6 +89,9 @@ class MemorySettings(ServingSettings):
     """PEM certificate chain; with ``tls_key_file`` the port accepts TLS only."""
     tls_key_file: Path | None = None
     tls_client_ca_file: Path | None = None
+    recall_query_periods: bool = True
+    """A recall query naming a day or month with its year ("… on 8 May, 2023?") and sent without a
+    time range searches the messages said in that period (``strata_memory.operations.search``)."""
     """PEM CA bundle; when set, every client must present a certificate it signed (mTLS)."""
     retrieval_tls_root_cert: Path | None = None
     """CA that signed RetrievalService's certificate; setting it (or a client cert) turns TLS on."""

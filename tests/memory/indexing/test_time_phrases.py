@@ -56,9 +56,37 @@ def test_a_query_naming_a_day_or_a_month_with_its_year_names_that_period() -> No
     )
 
 
+def day(month: int, number: int, year: int = 2023) -> datetime:
+    return datetime(year, month, number, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "period"),
+    [
+        ("Where was Tim in the week before 16 November 2023?", (day(11, 9), day(11, 16))),
+        ("What did she do the day before 9 June 2023?", (day(6, 2), day(6, 9))),
+        ("What was shown on the Sunday before October 25, 2022?", (day(10, 18, 2022), day(10, 25, 2022))),
+        ("What did he buy the month before May 2023?", (day(3, 31), day(5, 1))),
+        ("What did he start the week after 8 May 2023?", (day(5, 9), day(5, 16))),
+        ("How long has Tim played the piano, as of December 2023?", (None, day(1, 1, 2024))),
+        ("How many tournaments has Nate won by July 10, 2022?", (None, day(7, 11, 2022))),
+        ("Where was the picture shared by John on December 1,2023 taken?", (day(12, 1), day(12, 2))),
+    ],
+)
+def test_a_word_right_before_the_named_period_moves_it(
+    query: str, period: tuple[datetime | None, datetime]
+) -> None:
+    assert named_period(query) == period
+
+
 @pytest.mark.parametrize(
     "query",
-    ["How long ago was Caroline's 18th birthday?", "What did she do the week before?", "What did she paint?"],
+    [
+        "How long ago was Caroline's 18th birthday?",
+        "What did she do the week before?",
+        "What did she paint?",
+        "Did 2023 people come?",
+    ],
 )
 def test_a_query_naming_no_dated_period_names_none(query: str) -> None:
     assert named_period(query) is None

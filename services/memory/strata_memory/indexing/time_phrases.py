@@ -13,7 +13,11 @@ Parsing is dateparser's (pinned in requirements/base.txt); this module only deci
   phrase's ends ("yesterday and" is written as "yesterday").
 * **A query** ("… in May 2023?", "… on 8 May, 2023?") names a period when dateparser finds a phrase
   with at least a month and a year in it whose year is written in the phrase (so a stray number is
-  not taken for a date); the period is that day or that month, as [start, end) in UTC.
+  not taken for a date; a query with no four-digit number is not parsed at all). The period is that
+  day or that month, as [start, end) in UTC, moved by the word that comes right before the phrase:
+  "the week (day, Sunday) before 16 May 2023" is the seven days before it (a month before: 31 days),
+  "after" the same span after it, and "by", "as of", "until" leave the start open (None). The query
+  is searched piece by piece between those words: over the whole question dateparser misses some.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ _PROSE_WORDS = frozenset(
 _CLAUSE = re.compile(r"[.,;:!?()\n]+")
 """Phrases are searched clause by clause: over a whole sentence dateparser's search misses some."""
 _YEAR = re.compile(r"\b\d{4}\b")
+_UP_TO = frozenset({"by", "as of", "until", "till"})
+_RELATION = re.compile(r"\b(before|after|by|as of|until|till)\b", re.IGNORECASE)
+"""Words that move the period a query names; the query is split at them (kept at odd indexes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,18 +119,45 @@ def date_notes(text: str, said_at: datetime) -> str:
     return " ".join(f"[{r.phrase}: {r.written()}]" for r in resolve(text, said_at))
 
 
-def named_period(query: str) -> tuple[datetime, datetime] | None:
-    """The day or month (with its year) a query names, as [start, end) in UTC; None when it names none."""
+def may_name_period(query: str) -> bool:
+    """Whether ``query`` holds a four-digit number, without which it names no period (no parse)."""
+    return _YEAR.search(query) is not None
+
+
+def named_period(query: str) -> tuple[datetime | None, datetime] | None:
+    """The period a query names (a day or a month with its year, moved by a "before", "after" or "by"
+    right before it) as [start, end) in UTC, start None when open; None when the query names none."""
+    if not may_name_period(query):
+        return None
     settings: dict[str, Any] = {
         "REQUIRE_PARTS": ["month", "year"],
         "RETURN_AS_TIMEZONE_AWARE": False,
         "PREFER_DAY_OF_MONTH": "first",
     }
-    for phrase, when in search_dates(query, languages=LANGUAGES, settings=settings) or []:
-        if str(when.year) not in _YEAR.findall(phrase):
-            continue
-        period = DateDataParser(languages=LANGUAGES, settings=settings).get_date_data(phrase).period
-        start = datetime(when.year, when.month, when.day if period == "day" else 1, tzinfo=UTC)
-        length = 1 if period == "day" else calendar.monthrange(when.year, when.month)[1]
-        return start, start + timedelta(days=length)
+    pieces = _RELATION.split(query)
+    for index in range(0, len(pieces), 2):
+        relation = pieces[index - 1].lower() if index else ""
+        before = pieces[index - 2] if index else ""
+        for phrase, when in search_dates(pieces[index], languages=LANGUAGES, settings=settings) or []:
+            if str(when.year) not in _YEAR.findall(phrase):
+                continue
+            adjacent = not pieces[index].split(phrase, 1)[0].strip()
+            period = DateDataParser(languages=LANGUAGES, settings=settings).get_date_data(phrase).period
+            start = datetime(when.year, when.month, when.day if period == "day" else 1, tzinfo=UTC)
+            end = start + timedelta(
+                days=1 if period == "day" else calendar.monthrange(when.year, when.month)[1]
+            )
+            return _related(start, end, relation if adjacent else "", before)
     return None
+
+
+def _related(start: datetime, end: datetime, relation: str, before: str) -> tuple[datetime | None, datetime]:
+    """[start, end) moved by the word right before the phrase naming it."""
+    span = timedelta(days=31 if before.strip().lower().endswith("month") else 7)
+    if relation == "before":
+        return start - span, start
+    if relation == "after":
+        return end, end + span
+    if relation in _UP_TO:
+        return None, end
+    return start, end

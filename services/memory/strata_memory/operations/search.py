@@ -3,13 +3,21 @@
 Filters (scope, tags any/all, roles, conversation, time range) travel inside the request, so each
 search leg applies them before ranking. Hits come back as ids and ranks; their content is read from
 the store (the source of truth), so a document deleted a moment ago is never shown.
+
+A recall query that names a period ("… on 8 May, 2023?", "… in May 2023?", "the week before 16 May
+2023", "as of May 2023": ``strata_memory.indexing.time_phrases.named_period``) and comes with no time
+range of its own searches the messages said from the start of that period (open when it has none)
+to QUERY_PERIOD_AFTER past its end: people tell of a day on it or later. A caller's start or end time
+always wins over the period the text names; ``query_periods=False`` (setting
+``recall_query_periods``) turns the reading off.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -18,6 +26,7 @@ from sqlalchemy.engine import Connection
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.domain.model import SearchMode
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
+from strata_memory.indexing.time_phrases import may_name_period, named_period
 from strata_memory.limits import MAX_QUERY_CHARS, check_tag_filter
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import archives as archive_rows
@@ -30,6 +39,8 @@ T = TypeVar("T")
 MODES = {mode: rpb.SearchMode.Value(f"SEARCH_MODE_{mode.name}") for mode in SearchMode}
 """RetrievalService's number for each mode, derived from the one enum (:class:`SearchMode`)."""
 MODE_NAMES = {number: mode for mode, number in MODES.items()}
+QUERY_PERIOD_AFTER = timedelta(days=31)
+"""A recall query naming a period also finds messages said up to this long after it ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +76,19 @@ class SearchWindow:
 
 class Search:
     def __init__(
-        self, db: Database, retrieval: RetrievalConnection, *, archival: LegWeights, recall: LegWeights
+        self,
+        db: Database,
+        retrieval: RetrievalConnection,
+        *,
+        archival: LegWeights,
+        recall: LegWeights,
+        query_periods: bool = True,
     ) -> None:
         self._db = db
         self._retrieval = retrieval
         self._archival = archival
         self._recall = recall
+        self._query_periods = query_periods
 
     async def archival(
         self, tenant_id: str, agent_id: str, window: SearchWindow, *, tags: Sequence[str], match_all: bool
@@ -110,6 +128,8 @@ class Search:
         )
         if conversation_id:
             flt.conversation_ids.append(conversation_id)
+        if self._query_periods:
+            window = await _within_named_period(window)
         hits = await self._search(window, flt, self._recall)
         found = await self._db.read(
             lambda conn: message_rows.get_messages(conn, tenant_id, [h.document.id for h in hits])
@@ -141,6 +161,19 @@ class Search:
         if weights.depth and request.mode == rpb.SEARCH_MODE_HYBRID:
             request.vector_depth = request.fts_depth = max(weights.depth, window.limit)
         return list((await self._retrieval.search(request)).hits)
+
+
+async def _within_named_period(window: SearchWindow) -> SearchWindow:
+    """The window bounded by the period its query names, when the caller gave no time range."""
+    if window.start or window.end or len(window.query) > MAX_QUERY_CHARS:
+        return window
+    if not may_name_period(window.query):
+        return window  # most queries: no parse, no thread hop
+    period = await asyncio.to_thread(named_period, window.query)  # a parse: milliseconds, off the loop
+    if period is None:
+        return window
+    start, end = period
+    return replace(window, start=start, end=end + QUERY_PERIOD_AFTER)
 
 
 def _archives_of(conn: Connection, tenant_id: str, agent_id: str) -> list[str]:

@@ -221,7 +221,11 @@ _CONVERSATION_SEARCH = _tool(
     "Bad: conversation_search(query='messages from last week') (put dates in start_date/end_date).",
     _params(
         {
-            "query": _string("What to look for, in natural language."),
+            "query": _string(
+                "What to look for, in natural language. A day or month named with its year "
+                "('in May 2023', 'the week before 16 May 2023') also keeps the search to messages "
+                "said from then to a month after, unless start_date or end_date is given."
+            ),
             "roles": {
                 "type": "array",
                 "items": {"type": "string", "enum": ["assistant", "user", "tool"]},

@@ -21,6 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry
 
+from strata_serving.connections import connection_cap, connection_options, raise_descriptor_limit
 from strata_serving.health import HealthServicer, ServingStatus
 from strata_serving.interceptors import RequestContextInterceptor
 from strata_serving.metrics import MetricsEndpoint, RpcMetrics, serve_metrics
@@ -53,9 +54,10 @@ def port_in_use(address: str) -> bool:
     return False
 
 
-def channel_options(settings: ServingSettings) -> list[tuple[str, Any]]:
+def channel_options(settings: ServingSettings, descriptor_limit: int) -> list[tuple[str, Any]]:
     """Server channel arguments for ``settings``: port sharing, keepalive and its enforcement,
-    connection age."""
+    connection age, and the connection hygiene of :mod:`strata_serving.connections` (handshake
+    timeout, idle limit, a cap below ``descriptor_limit``)."""
     options: list[tuple[str, Any]] = [
         ("grpc.so_reuseport", 1 if settings.reuse_port else 0),
         ("grpc.keepalive_time_ms", _ms(settings.keepalive_time_seconds)),
@@ -69,7 +71,11 @@ def channel_options(settings: ServingSettings) -> list[tuple[str, Any]]:
             ("grpc.max_connection_age_ms", _ms(settings.max_connection_age_seconds)),
             ("grpc.max_connection_age_grace_ms", _ms(settings.max_connection_age_grace_seconds)),
         ]
-    return options
+    return options + connection_options(
+        handshake_timeout_seconds=settings.handshake_timeout_seconds,
+        max_connection_idle_seconds=settings.max_connection_idle_seconds,
+        max_connections=connection_cap(descriptor_limit, settings.max_connections),
+    )
 
 
 def _ms(seconds: float) -> int:
@@ -107,7 +113,7 @@ class GrpcServer:
         rpc_metrics = RpcMetrics(self.registry) if self.metrics_enabled else None
         self.server = grpc.aio.server(
             interceptors=[RequestContextInterceptor(rpc_metrics), *extra_interceptors],
-            options=[*channel_options(self.settings), *options],
+            options=[*channel_options(self.settings, raise_descriptor_limit()), *options],
         )
         register(self.server)
         self.health = HealthServicer()

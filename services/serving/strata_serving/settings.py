@@ -34,6 +34,15 @@ class ServingSettings(BaseSettings):
     spread over new replicas; None keeps connections for ever."""
     max_connection_age_grace_seconds: float = Field(default=60.0, ge=0)
     """Calls in flight on an aged connection get this long to finish."""
+    handshake_timeout_seconds: float = Field(default=5.0, gt=0)
+    """A connection that has not finished its handshake (TLS, the HTTP/2 preface and SETTINGS) this
+    long after it was accepted is closed (gRPC's default is 120 s)."""
+    max_connection_idle_seconds: float | None = Field(default=120.0, gt=0)
+    """A connection with no call in flight this long is closed (GOAWAY; clients reconnect on their
+    next call); None keeps idle connections until their age runs out."""
+    max_connections: int | None = Field(default=None, ge=1)
+    """The most connections held at once (more are closed when accepted); None: the descriptor limit
+    minus a reserve of 256 (strata_serving.connections)."""
 
     # Observability.
     log_level: str = "INFO"

@@ -9,9 +9,9 @@ RUN groupadd --system --gid 10001 strata \
 WORKDIR /app
 COPY requirements/ requirements/
 RUN pip install --no-cache-dir -r requirements/runtime.txt
-COPY clients/python clients/python
+COPY proto/python proto/python
 COPY services/serving services/serving
-RUN pip install --no-cache-dir --no-deps ./clients/python ./services/serving
+RUN pip install --no-cache-dir --no-deps ./proto/python ./services/serving
 
 FROM base AS memory
 COPY services/memory services/memory

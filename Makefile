@@ -7,8 +7,9 @@ VENV        := .venv
 PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.installed
 PROTO_FILES := $(shell find proto -name '*.proto' | sort)
-GEN_ROOT    := clients/python
-LOCAL_PKGS  := -e clients/python -e services/serving -e services/memory -e services/retrieval
+GEN_ROOT    := proto/python
+GEN_DIRS    := $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(GEN_ROOT)/strata/contract/contract_source.binpb
+LOCAL_PKGS  := -e proto/python -e clients/python -e services/serving -e services/memory -e services/retrieval
 TS_DIR      := clients/typescript
 NODE_STAMP  := $(TS_DIR)/node_modules/.installed
 BUF         := $(CURDIR)/$(TS_DIR)/node_modules/.bin/buf
@@ -23,7 +24,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
 
-$(STAMP): requirements/*.txt clients/python/pyproject.toml services/*/pyproject.toml
+$(STAMP): requirements/*.txt proto/python/pyproject.toml clients/python/pyproject.toml services/*/pyproject.toml
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements/dev.txt
@@ -90,19 +91,19 @@ format: install ## apply ruff's fixes and formatting
 	$(PY) -m ruff format .
 
 typecheck: install ## mypy strict over all packages, tests and benchmarks
-	$(PY) -m mypy clients/python/strata services tests bench scripts
+	$(PY) -m mypy clients/python/strata proto/python/strata/contract services tests bench scripts
 
-proto: install node ## regenerate the Python stubs (typed, mypy-protobuf) and the TypeScript ones (buf + protoc-gen-es)
+proto: install node ## regenerate the Python stubs (typed, mypy-protobuf; proto/python) and the TypeScript ones (buf + protoc-gen-es)
 	$(PY) -m grpc_tools.protoc -I proto \
 	  --plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy --plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
 	  --python_out=$(GEN_ROOT) --grpc_python_out=$(GEN_ROOT) \
 	  --mypy_out=$(GEN_ROOT) --mypy_grpc_out=$(GEN_ROOT) $(PROTO_FILES)
-	$(PY) -m grpc_tools.protoc -I proto --include_source_info --descriptor_set_out=$(GEN_ROOT)/strata/contract_source.binpb $(PROTO_FILES)
+	$(PY) -m grpc_tools.protoc -I proto --include_source_info --descriptor_set_out=$(GEN_ROOT)/strata/contract/contract_source.binpb $(PROTO_FILES)
 	cd $(TS_DIR) && $(BUF) generate --template buf.gen.yaml
 
 proto-check: proto ## fail if the committed stubs differ from freshly generated ones
-	git diff --exit-code -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(GEN_ROOT)/strata/contract_source.binpb $(TS_DIR)/src/gen
-	@test -z "$$(git status --porcelain -- $(GEN_ROOT)/strata/memory/v1 $(GEN_ROOT)/strata/retrieval/v1 $(GEN_ROOT)/strata/admin/v1 $(GEN_ROOT)/strata/contract_source.binpb $(TS_DIR)/src/gen)" \
+	git diff --exit-code -- $(GEN_DIRS) $(TS_DIR)/src/gen
+	@test -z "$$(git status --porcelain -- $(GEN_DIRS) $(TS_DIR)/src/gen)" \
 	  || { echo "untracked generated files: run 'make proto' and commit"; exit 1; }
 
 docs: install ## regenerate docs/api.md and docs/errors.md from the proto comments (drift-checked by a test)

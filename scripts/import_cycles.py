@@ -90,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     roots = ACYCLIC + SUPPORT if args.all else ACYCLIC
     graph = grimp.build_graph(*roots, cache_dir=None)
+    empty = [root for root in roots if not any(m.startswith(root + ".") for m in graph.modules)]
+    if empty:  # e.g. the namespace package `strata` seen through an import hook, not its folders
+        print(f"no modules found under {', '.join(empty)}: is `make install` current?", file=sys.stderr)
+        return 2
     found = {root: [g for g in cycles(graph, roots) if g[0].split(".")[0] == root] for root in roots}
     for root, groups in found.items():
         print(f"{root}: {len(groups)} import cycle(s)")

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 from sqlalchemy import create_engine, make_url, text
 
-from strata.client.channel_policy import channel_options, strata_retryable
+from strata.contract.channel_policy import channel_options, strata_retryable
 from strata_serving.probe import wait_until_serving
 
 

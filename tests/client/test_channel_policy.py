@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 import pytest
 
-from strata.client.channel_policy import channel_options
+from strata.contract.channel_policy import channel_options
 from strata_serving.server import GrpcServer
 
 SERVICE = "strata.test.Flaky"

@@ -1,7 +1,7 @@
 """Reflection that answers with the contract's comments, so `grpcurl describe` shows them.
 
 Generated ``_pb2`` modules register descriptors without source info, so reflection alone serves bare
-types. ``make proto`` also writes ``strata/contract_source.binpb`` (every Strata .proto compiled with
+types. ``make proto`` also writes ``strata/contract/contract_source.binpb`` (every Strata .proto compiled with
 ``--include_source_info``); :func:`commented_pool` wraps the default pool so each Strata file is
 served with its comments (without that file, without them). It also resolves a method's full name,
 which ``grpcurl describe pkg.Service.Method`` asks for and the pool alone does not know.
@@ -15,7 +15,7 @@ from typing import Any
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import FileDescriptor
 
-SOURCE_PACKAGE = "strata"
+SOURCE_PACKAGE = "strata.contract"
 SOURCE_FILE = "contract_source.binpb"
 
 

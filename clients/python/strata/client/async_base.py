@@ -15,9 +15,9 @@ import grpc
 from google.protobuf.message import Message
 
 from strata.client.arguments import API_KEY_ENV, DEFAULT_TIMEOUT, call_metadata
-from strata.client.channel_policy import channel_options, client_retryable
 from strata.client.errors import error_from_rpc
 from strata.client.paging import MAX_PAGES
+from strata.contract.channel_policy import channel_options, client_retryable
 
 RECEIVE_ANY_SIZE = ("grpc.max_receive_message_length", -1)
 """Responses are not bounded by the server (docs/security.md, Limits): what was stored in pieces
@@ -37,7 +37,7 @@ class AsyncClientBase:
     Bearer …`` (``STRATA_API_KEY`` from the environment when ``None``); with a tenant key the tenant
     is the key's, so ``tenant`` may be left out.
     ``target`` may name several replicas (``ipv4:127.0.0.1:50061,127.0.0.1:50062``): calls are spread
-    over them round robin, each while its health check says SERVING (:mod:`strata.client.channel_policy`).
+    over them round robin, each while its health check says SERVING (:mod:`strata.contract.channel_policy`).
     The channel opens at construction (with asyncio: create the client in the loop that uses it).
     ``iter_*`` methods follow at most ``max_pages`` pages and stop at a repeated page token
     (:mod:`strata.client.paging`): a server cannot keep the client paging forever.

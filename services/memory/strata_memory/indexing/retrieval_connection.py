@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from strata.client import channel_policy
+from strata.contract import channel_policy
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
 from strata_memory.domain.errors import RetrievalUnavailable

@@ -85,15 +85,19 @@ class ServicePair:
             self.retrieval = None
 
     async def start_memory(self, **overrides: Any) -> None:
-        settings = MemorySettings(
-            address="127.0.0.1:0",
-            database_url=f"sqlite:///{self.root}/memory.sqlite3",
-            retrieval_address=self.retrieval_address,
-            outbox_max_backoff_seconds=0.5,
-            retrieval_timeout_seconds=5.0,
-            **{**self.memory_settings, **overrides},
-        )
-        self.memory = await start_memory_server(settings)
+        self.memory = await start_memory_server(self.memory_config(**overrides))
+
+    def memory_config(self, **overrides: Any) -> MemorySettings:
+        """A MemoryService's settings (e.g. for a second replica): a SQLite file under ``root`` unless
+        ``memory_settings`` or ``overrides`` name another ``database_url``."""
+        defaults: dict[str, Any] = {
+            "address": "127.0.0.1:0",
+            "database_url": f"sqlite:///{self.root}/memory.sqlite3",
+            "retrieval_address": self.retrieval_address,
+            "outbox_max_backoff_seconds": 0.5,
+            "retrieval_timeout_seconds": 5.0,
+        }
+        return MemorySettings(**{**defaults, **self.memory_settings, **overrides})
 
     async def stop_memory(self) -> None:
         if self.memory is not None:

@@ -13,11 +13,17 @@ What a purge must reach besides the target's own row:
 * an agent: everything :func:`strata_memory.store.agents.delete_agent` deletes, the archives (with
   their passages) no other agent holds, its Agent File residue, and the history of its blocks that
   no other agent holds.
+
+An Agent File import keeps what Strata does not model verbatim, per block and per message (a
+message's several content parts, a block's nested metadata): a purged block's or message's entry is
+removed from every residue of the tenant that holds one, and counted under ``agent_file_residues``
+(one per entry; a purged agent's own residue row counts one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from sqlalchemy import Table, delete, func, select, update
 from sqlalchemy.engine import Connection
@@ -62,6 +68,7 @@ def purge_message(conn: Connection, tenant_id: str, message_id: str, tally: Tall
     if row is None:
         raise NotFound(f"Message '{message_id}' not found.", metadata={"message_id": message_id})
     _delete_messages(conn, tally, row.agent_id, [message_id])
+    forget_in_residues(conn, tenant_id, "messages", [message_id], tally, agent_id=row.agent_id)
     return str(row.agent_id)
 
 
@@ -74,6 +81,7 @@ def purge_conversation(
     where = (_messages.c.agent_id == agent_id, _messages.c.conversation_id == conversation_id)
     ids = list(conn.execute(select(_messages.c.id).where(*where)).scalars())
     _delete_messages(conn, tally, agent_id, ids)
+    forget_in_residues(conn, tenant_id, "messages", ids, tally, agent_id=agent_id)
     prompts = schema.system_prompts.c
     _delete(
         conn,
@@ -128,6 +136,7 @@ def purge_block(conn: Connection, tenant_id: str, block_id: str, tally: Tally) -
     history = schema.block_attachments.c
     ever_held = set(conn.execute(select(history.agent_id).where(history.block_id == block_id)).scalars())
     _delete_block_rows(conn, tally, block_id)
+    forget_in_residues(conn, tenant_id, "blocks", [block_id], tally)
     forget_compiled(conn, tally, sorted(ever_held | set(holding)), block_id)
     return holding
 
@@ -139,6 +148,35 @@ def _delete_block_rows(conn: Connection, tally: Tally, block_id: str) -> None:
     _delete(conn, tally, "block_attachments", history, history.c.block_id == block_id)
     blocks.delete_block(conn, block_id)
     tally.add("blocks", 1)
+
+
+def forget_in_residues(
+    conn: Connection,
+    tenant_id: str,
+    part: Literal["blocks", "messages"],
+    ids: Sequence[str],
+    tally: Tally,
+    *,
+    agent_id: str | None = None,
+    where: ColumnElement[bool] | None = None,
+) -> None:
+    """Remove these blocks' or messages' entries from the tenant's Agent File residues (only
+    ``agent_id``'s when given: a message is one agent's), counting each entry removed."""
+    wanted = set(ids)
+    if not wanted:
+        return
+    residues = schema.agent_file_residues
+    query = select(residues.c.agent_id, residues.c[part]).where(residues.c.tenant_id == tenant_id)
+    if agent_id is not None:
+        query = query.where(residues.c.agent_id == agent_id)
+    if where is not None:
+        query = query.where(where)
+    for holder, entries in conn.execute(query).all():
+        removed = wanted.intersection(entries or {})
+        if removed:
+            kept = {key: value for key, value in entries.items() if key not in removed}
+            conn.execute(update(residues).where(residues.c.agent_id == holder).values({part: kept}))
+            tally.add("agent_file_residues", len(removed))
 
 
 def forget_compiled(conn: Connection, tally: Tally, agent_ids: Sequence[str], block_id: str) -> None:
@@ -178,6 +216,7 @@ def purge_agent(conn: Connection, tenant_id: str, agent_id: str, tally: Tally) -
     for block_id in own:
         _delete_block_rows(conn, tally, block_id)
     residue = schema.agent_file_residues
+    forget_in_residues(conn, tenant_id, "blocks", own, tally, where=residue.c.agent_id != agent_id)
     _delete(conn, tally, "agent_file_residues", residue, residue.c.agent_id == agent_id)
     agents.delete_agent(conn, agent)
     tally.add("agents", 1)

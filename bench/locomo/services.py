@@ -2,7 +2,8 @@
 
 The conversations and questions are read from ``../shared/data/locomo`` (``STRATA_LOCOMO_DIR``;
 ``STRATA_LOCOMO_CONVS=conv-26,...`` limits a smoke run). ``start_services`` starts both services in
-this process on free loopback ports over a temporary folder; ``load_conversation`` appends one
+this process on free loopback ports over a temporary folder (:class:`bench.servers.ServicePair`);
+``load_conversation`` appends one
 conversation as one agent's messages through the public gRPC API, and ``search`` asks
 ``SearchMessages``.
 """
@@ -21,17 +22,14 @@ import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from bench.locomo.selection import CATEGORIES, Question, Ranks
+from bench.servers import ServicePair
 from strata.client.async_stubs import MemoryStub, RetrievalStub
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as rpb_mem
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from strata_memory.main import MemoryServer, start_memory_server
-from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 
 DATA = Path(os.environ.get("STRATA_LOCOMO_DIR", "/work/shared/data/locomo"))
 CONVERSATIONS = [c for c in os.environ.get("STRATA_LOCOMO_CONVS", "").split(",") if c]  # smoke runs
@@ -87,8 +85,7 @@ def load_questions(conv: str) -> list[Question]:
 
 @dataclass
 class Services:
-    retrieval: RetrievalApp
-    memory: MemoryServer
+    pair: ServicePair
     memory_channel: grpc.aio.Channel
     retrieval_channel: grpc.aio.Channel
 
@@ -103,31 +100,17 @@ class Services:
     async def close(self) -> None:
         await self.memory_channel.close(None)
         await self.retrieval_channel.close(None)
-        await self.memory.close()
-        await self.retrieval.stop()
+        await self.pair.stop()
 
 
 async def start_services(root: Path, embedder: OnnxSentenceEmbedder, settings: dict[str, Any]) -> Services:
-    retrieval = RetrievalApp(
-        RetrievalSettings(address="127.0.0.1:0", data_dir=root / "retrieval", log_json=False),
-        embedder=embedder,
-    )
-    await retrieval.start()
-    retrieval_address = f"127.0.0.1:{retrieval.server.port}"
-    memory = await start_memory_server(
-        MemorySettings(
-            address="127.0.0.1:0",
-            database_url=f"sqlite:///{root}/memory.sqlite3",
-            retrieval_address=retrieval_address,
-            log_json=False,
-            **settings,
-        )
-    )
+    memory_settings = {"log_json": False, **settings}
+    pair = ServicePair(root, embedder=embedder, memory_settings=memory_settings, quick_retries=False)
+    await pair.start()
     return Services(
-        retrieval,
-        memory,
-        grpc.aio.insecure_channel(memory.address),
-        grpc.aio.insecure_channel(retrieval_address),
+        pair,
+        grpc.aio.insecure_channel(pair.memory_address),
+        grpc.aio.insecure_channel(pair.retrieval_address),
     )
 
 

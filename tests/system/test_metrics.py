@@ -113,7 +113,8 @@ async def test_both_endpoints_count_real_traffic(measured: Measured) -> None:
     assert _value(m1, "strata_outbox_jobs") == 0
     assert _value(m1, "strata_outbox_parked_jobs") == 0
     assert ("strata_outbox_oldest_job_age_seconds", ()) in m1
-    assert moved(r0, r1, "strata_embedding_duration_seconds_count", kind="query") == 2
+    assert moved(r0, r1, "strata_embedding_duration_seconds_count", kind="query") == 1  # asked twice
+    assert moved(r0, r1, "strata_query_embeddings_reused_total") == 1
     assert moved(r0, r1, "strata_embedded_texts_total", kind="document") >= 3
     assert ("strata_vectors_unindexed", ()) in r1
     assert _value(r1, "strata_index_documents", tenant="default") == 3

@@ -24,6 +24,7 @@ from strata_retrieval.disk import DiskGuard, IndexDiskFull
 from strata_retrieval.embedding.observed import EmbeddingMetrics, ObservedEmbedder
 from strata_retrieval.embedding.onnx_embedder import DEFAULT_PRECISION, OnnxSentenceEmbedder, Precision
 from strata_retrieval.embedding.protocol import Embedder
+from strata_retrieval.embedding.query_cache import QueryCache
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.errors import EmbeddingModelMismatch
 from strata_retrieval.index_metrics import IndexCollector
@@ -168,7 +169,10 @@ class RetrievalApp:
         if embedder is None:
             embedder = await loop.run_in_executor(self._executor, load_embedder, self.settings)
         metrics = self.server.registry if self.server.metrics_enabled else None
-        embedder = ObservedEmbedder(embedder, EmbeddingMetrics(metrics) if metrics else None)
+        observed = EmbeddingMetrics(metrics) if metrics else None
+        embedder = QueryCache(
+            ObservedEmbedder(embedder, observed), self.settings.query_embedding_cache, observed
+        )
         try:
             engine = await loop.run_in_executor(self._executor, open_engine, self.settings, embedder)
         except (EmbeddingModelMismatch, IndexDiskFull) as refusal:

@@ -63,6 +63,13 @@ class RetrievalSettings(ServingSettings):
     fusion: Fusion = Field(
         default=Fusion.RRF,
         description="how hybrid searches fuse the legs: rrf (by rank, weight / (k + rank)) or dbsf "
+    query_embedding_cache: int = Field(
+        default=2048,
+        ge=0,
+        description="query vectors kept for the texts asked most recently (about 1.5 KiB each), so a "
+        "query asked again is not embedded again; 0 keeps none (a hit answers faster, so a caller who "
+        "times searches can tell that some caller asked the same text recently)",
+    )
         "(by score: each leg's scores scaled by their mean +- 3 sd, weighted and summed; a request's "
         "rrf_k is then unused and rrf_score holds the fused score). bench/results/scifact_fusion.md",
     )

@@ -26,6 +26,11 @@ class EmbeddingMetrics:
         self.texts = Counter(
             "strata_embedded_texts", "Texts embedded, by kind (query, document).", ["kind"], registry=registry
         )
+        self.reused = Counter(
+            "strata_query_embeddings_reused",
+            "Queries answered with the vector kept from an earlier call instead of embedding again.",
+            registry=registry,
+        )
 
 
 class ObservedEmbedder:

@@ -258,9 +258,11 @@ class Stack:
 
 
 @asynccontextmanager
-async def running_stack(root: Path, embedder: Embedder, url: str, engine: str) -> AsyncIterator[Stack]:
+async def running_stack(
+    root: Path, embedder: Embedder, url: str, engine: str, **memory_settings: Any
+) -> AsyncIterator[Stack]:
     pair = ServicePair(root, embedder, retrieval_settings=dict(ENGINES[engine]))
-    pair.memory_settings = {"database_url": url}
+    pair.memory_settings = {"database_url": url, **memory_settings}
     await pair.start()
     try:
         async with (
@@ -275,3 +277,29 @@ async def running_stack(root: Path, embedder: Embedder, url: str, engine: str) -
             )
     finally:
         await pair.stop()
+
+
+async def purge_and_check(
+    stack: Stack, request: api.PurgeRequest, documents: Sequence[str], words: Sequence[str]
+) -> api.PurgeReceipt:
+    """Purge, then check the receipt against the tables and legs read before and after (see above)."""
+    await until_held(stack.retrieval, documents, held_by_both=True)
+    before = read_tables(stack.url)
+    vector_before, text_before = await held(stack.retrieval, documents)
+    receipt = await stack.memory.Purge(request, timeout=60)
+    after = read_tables(stack.url)
+
+    counts = receipt_counts(receipt)
+    gone = deleted_rows(before, after, prompts_by_key=not request.block_id)
+    assert {store: counts[store] for store in gone} == gone
+    assert counts["vector_leg"] == len(vector_before) == len(documents)
+    assert counts["text_leg"] == len(text_before) == len(documents)
+    assert list(receipt.document_ids) == sorted(documents)
+    assert receipt.verified, receipt.verification_note
+    assert list(receipt.remaining_ids) == []
+    assert await held(stack.retrieval, documents) == (set(), set())
+    for word in words:
+        assert rows_holding(after, word) == {}, word
+        found = await texts_found(stack.retrieval, word)
+        assert [t for leg in found.values() for t in leg if word in t] == [], word
+    return receipt

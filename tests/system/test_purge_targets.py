@@ -12,7 +12,7 @@ both index legs before the purge, purges one target and checks that
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
@@ -30,13 +30,9 @@ from tests.system.purge_world import (
     SHARED,
     Stack,
     build,
-    deleted_rows,
-    held,
-    read_tables,
+    purge_and_check,
     receipt_counts,
-    rows_holding,
     running_stack,
-    texts_found,
     until_held,
 )
 
@@ -56,32 +52,6 @@ async def stack(
         empty_tables(url)
     async with running_stack(tmp_path, system_embedder, url, engine) as running:
         yield running
-
-
-async def purge_and_check(
-    stack: Stack, request: api.PurgeRequest, documents: Sequence[str], words: Sequence[str]
-) -> api.PurgeReceipt:
-    """Purge, then check the receipt against the tables and legs read before and after (see above)."""
-    await until_held(stack.retrieval, documents, held_by_both=True)
-    before = read_tables(stack.url)
-    vector_before, text_before = await held(stack.retrieval, documents)
-    receipt = await stack.memory.Purge(request, timeout=60)
-    after = read_tables(stack.url)
-
-    counts = receipt_counts(receipt)
-    gone = deleted_rows(before, after, prompts_by_key=not request.block_id)
-    assert {store: counts[store] for store in gone} == gone
-    assert counts["vector_leg"] == len(vector_before) == len(documents)
-    assert counts["text_leg"] == len(text_before) == len(documents)
-    assert list(receipt.document_ids) == sorted(documents)
-    assert receipt.verified, receipt.verification_note
-    assert list(receipt.remaining_ids) == []
-    assert await held(stack.retrieval, documents) == (set(), set())
-    for word in words:
-        assert rows_holding(after, word) == {}, word
-        found = await texts_found(stack.retrieval, word)
-        assert [t for leg in found.values() for t in leg if word in t] == [], word
-    return receipt
 
 
 def versions_of(url: str, block_id: str) -> int:

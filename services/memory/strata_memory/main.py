@@ -131,7 +131,7 @@ def build_operations(
         agent_files=AgentFiles(
             database, prompts, outbox, max_file_bytes=agent_file_bytes(settings.max_message_bytes)
         ),
-        purger=Purger(database, prompts, retrieval),
+        purger=Purger(database, prompts, retrieval, lease_seconds=settings.outbox_lease_seconds),
     )
 
 

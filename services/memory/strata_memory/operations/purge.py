@@ -5,16 +5,21 @@ Order of work, each step durable before the next:
 1. One store transaction deletes the target's rows and every row holding a copy of its content
    (:mod:`strata_memory.store.purge`), deletes the outbox jobs naming its documents, queues one
    delete job per document (so a crash or an outage after the commit still reaches the index), and
-   recompiles the prompts of the agents that held a purged block.
-2. RetrievalService deletes the documents by id from both legs (an agent's also by filter, which
-   reaches documents the store no longer knew of); the queued delete jobs are then dropped.
+   recompiles the prompts of the agents that held a purged block. The delete jobs are leased to this
+   purge for ``lease_seconds``: no outbox worker (of any replica) delivers them while the purge counts
+   what each leg held, which it could not do after they had been delivered.
+2. RetrievalService is read by id (what each leg holds, for the counts), deletes the documents by id
+   from both legs (an agent's also by filter, which reaches documents the store no longer knew of),
+   and the delete jobs are dropped.
 3. RetrievalService is read back by id (``FindDocuments``): the receipt is verified only when no leg
    holds any purged id. If RetrievalService cannot be reached, the store part stands, the delete
-   jobs stay queued for the outbox, and the receipt says ``verified = false`` and why.
+   jobs are handed to the outbox at once (or when the lease runs out, if this process died), and the
+   receipt says ``verified = false`` and why.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 
 from sqlalchemy.engine import Connection
@@ -43,14 +48,18 @@ ID_CHUNK = 1_000  # ids per DeleteDocuments / FindDocuments call (RetrievalServi
 
 
 class Purger:
-    def __init__(self, db: Database, prompts: Prompts, retrieval: RetrievalConnection) -> None:
+    def __init__(
+        self, db: Database, prompts: Prompts, retrieval: RetrievalConnection, *, lease_seconds: float = 30.0
+    ) -> None:
         self._db = db
         self._prompts = prompts
         self._retrieval = retrieval
+        self._lease_us = int(lease_seconds * 1_000_000)
 
     async def purge(self, tenant_id: str, target: PurgeTarget) -> PurgeReceipt:
         """Purge ``target`` of ``tenant_id`` and return the receipt (see the module docstring)."""
-        tally, job_ids = await self._db.write(lambda conn: self._forget_rows(conn, tenant_id, target))
+        owner = f"purge-{uuid.uuid4().hex[:16]}"
+        tally, job_ids = await self._db.write(lambda conn: self._forget_rows(conn, tenant_id, target, owner))
         ids = sorted(tally.document_ids)
         try:
             held = await self._find(tenant_id, ids)
@@ -58,13 +67,16 @@ class Purger:
             await self._db.write(lambda conn: purge_rows.drop_job_ids(conn, job_ids))
             vector_ids, text_ids = await self._find(tenant_id, ids)
         except StrataError as failure:  # RetrievalService unavailable: the outbox deletes later
+            await self._db.write(lambda conn: purge_rows.release_jobs(conn, job_ids, owner=owner))
             note = f"the index could not be reached or read back; delete jobs stay queued ({failure})"
             return _receipt(target, tally, ids, (False, (), note))
         tally.add(VECTOR_LEG, len(held[0]) + unknown)
         tally.add(TEXT_LEG, len(held[1]) + unknown)
         return _receipt(target, tally, ids, verdict(ids, vector_ids, text_ids))
 
-    def _forget_rows(self, conn: Connection, tenant_id: str, target: PurgeTarget) -> tuple[Tally, list[int]]:
+    def _forget_rows(
+        self, conn: Connection, tenant_id: str, target: PurgeTarget, owner: str
+    ) -> tuple[Tally, list[int]]:
         tally = Tally()
         recompile: Sequence[str] = ()
         changed: Sequence[str] = ()
@@ -84,6 +96,7 @@ class Purger:
         job_ids = index_jobs.enqueue(conn, tenant_id, index_jobs.DELETE, sorted(tally.document_ids))
         if target.kind is PurgeKind.AGENT:
             job_ids += index_jobs.enqueue(conn, tenant_id, index_jobs.DELETE_AGENT, [target.id])
+        purge_rows.hold_jobs(conn, job_ids, owner=owner, until_us=now_us() + self._lease_us)
         for agent_id in sorted(recompile):  # every policy: no compiled text may keep the old value
             self._prompts.recompile_all(
                 conn, agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)

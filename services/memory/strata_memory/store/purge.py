@@ -31,6 +31,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from strata_memory.domain.purge import Tally
 from strata_memory.store import agents, archives, blocks, memory_history, schema
+from strata_memory.store.notices import announce_jobs
 from strata_serving.errors import NotFound
 
 _messages, _jobs = schema.messages, schema.index_jobs
@@ -52,6 +53,27 @@ def drop_jobs(conn: Connection, tenant_id: str, document_ids: Sequence[str], tal
         _delete(
             conn, tally, "index_jobs", _jobs, _jobs.c.tenant_id == tenant_id, _jobs.c.document_id.in_(chunk)
         )
+
+
+def hold_jobs(conn: Connection, job_ids: Sequence[int], *, owner: str, until_us: int) -> None:
+    """Lease these outbox jobs to a purge (the outbox takes none of them until ``until_us``)."""
+    for start in range(0, len(job_ids), 500):
+        chunk = list(job_ids[start : start + 500])
+        conn.execute(
+            update(_jobs).where(_jobs.c.id.in_(chunk)).values(lease_owner=owner, lease_until_us=until_us)
+        )
+
+
+def release_jobs(conn: Connection, job_ids: Sequence[int], *, owner: str) -> None:
+    """Hand these jobs, still leased to ``owner``, to the outbox now (and wake other replicas')."""
+    for start in range(0, len(job_ids), 500):
+        chunk = list(job_ids[start : start + 500])
+        conn.execute(
+            update(_jobs)
+            .where(_jobs.c.id.in_(chunk), _jobs.c.lease_owner == owner)
+            .values(lease_owner="", lease_until_us=0)
+        )
+    announce_jobs(conn)
 
 
 def drop_job_ids(conn: Connection, job_ids: Sequence[int]) -> None:

@@ -13,6 +13,8 @@ and their settings), as **bench-public-entry-points** requires of everything in 
   service are passed as dicts; the embedder is shared across tests (loading it is the slow part).
   MemoryService retries RetrievalService quickly (:data:`QUICK_RETRIES`) unless ``quick_retries``
   is off, as a benchmark measuring the shipped defaults wants.
+- :class:`BackgroundPair`: a ServicePair on its own LoopThread, started and stopped from blocking
+  code (a benchmark whose measured clients keep the main loop to themselves, a sync client).
 
 Servers bind ``127.0.0.1:0`` (a free port); nothing here uses the default ports.
 """
@@ -128,3 +130,22 @@ class ServicePair:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.stop()
+
+
+class BackgroundPair:
+    """A :class:`ServicePair` running on its own :class:`LoopThread`, driven from blocking code."""
+
+    def __init__(self, pair: ServicePair, *, timeout: float = 600) -> None:
+        self.pair = pair
+        self.timeout = timeout
+        self.thread = LoopThread()
+
+    def start(self) -> str:
+        """Start both services; MemoryService's address."""
+        self.thread.run(self.pair.start(), timeout=self.timeout)
+        return self.pair.memory_address
+
+    def stop(self) -> None:
+        """Stop both services, then the loop."""
+        self.thread.run(self.pair.stop(), timeout=self.timeout)
+        self.thread.close()

@@ -20,7 +20,6 @@ the 10,000 messages with each hit's explained score), ``agents`` (/agents: the l
 from __future__ import annotations
 
 import argparse
-import asyncio
 import http.client
 import json
 import os
@@ -29,22 +28,17 @@ import secrets
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
-from collections.abc import Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from bench.mcp.overhead import summary
 from bench.mcp.sessions import free_port, wait_listening
+from bench.servers import BackgroundPair, ServicePair
 from strata.client import AdminClient, MemoryClient
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.main import MemoryServer, start_memory_server
-from strata_memory.settings import MemorySettings
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "console_render.json"
@@ -53,52 +47,13 @@ MESSAGES = 10_000
 BATCH = 500
 TOKEN = re.compile(r'name="csrf" value="([^"]+)"')
 ADMIN_KEY = secrets.token_hex(24)
-T = TypeVar("T")
 
 
-class Services:
-    """RetrievalService and MemoryService (API keys on) on a background event loop of this process."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.servers: tuple[RetrievalApp, MemoryServer] | None = None
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=600)
-
-    def start(self) -> str:
-        """Start both; MemoryService's address."""
-
-        async def start() -> tuple[RetrievalApp, MemoryServer]:
-            settings = RetrievalSettings(
-                address="127.0.0.1:0", data_dir=self.root / "retrieval", log_json=False
-            )
-            retrieval = RetrievalApp(settings)
-            await retrieval.start()
-            memory = await start_memory_server(
-                MemorySettings(
-                    address="127.0.0.1:0",
-                    database_url=f"sqlite:///{self.root}/memory.sqlite3",
-                    retrieval_address=retrieval.address,
-                    auth_enabled=True,
-                    admin_api_key=ADMIN_KEY,
-                    log_json=False,
-                )
-            )
-            return retrieval, memory
-
-        self.servers = self.run(start())
-        return self.servers[1].address
-
-    def stop(self) -> None:
-        if self.servers is not None:
-            self.run(self.servers[1].stop(0))
-            self.run(self.servers[0].stop())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=30)
+def services(root: Path) -> BackgroundPair:
+    """Both services (API keys on) on a background event loop, so the measured clients have this
+    loop to themselves."""
+    memory = {"auth_enabled": True, "admin_api_key": ADMIN_KEY, "log_json": False}
+    return BackgroundPair(ServicePair(root, memory_settings=memory, quick_retries=False))
 
 
 def populate(target: str, key: str) -> str:
@@ -183,10 +138,10 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="strata-console-bench-") as folder:
-        services = Services(Path(folder))
+        servers = services(Path(folder))
         console: subprocess.Popen[bytes] | None = None
         try:
-            target = services.start()
+            target = servers.start()
             with AdminClient(target, api_key=ADMIN_KEY, timeout=30) as admin:
                 key = admin.create_api_key(tenant_id="bench").secret
             began = time.perf_counter()
@@ -208,7 +163,7 @@ def main() -> None:
             if console is not None:
                 console.terminate()
                 console.wait(timeout=30)
-            services.stop()
+            servers.stop()
     report = {
         "benchmark": "bench.console.page_render",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),

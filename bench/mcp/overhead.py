@@ -29,74 +29,32 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from mcp import ClientSession
 
 from bench.mcp.sessions import free_port, http_session, stdio_session, wait_listening
 from bench.perf.host import cpu_ticks, steal_percent
+from bench.servers import BackgroundPair, ServicePair
 from strata.client import AdminClient, AsyncMemoryClient
-from strata_memory.main import MemoryServer, start_memory_server
-from strata_memory.settings import MemorySettings
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results" / "mcp_overhead.json"
 STRATA = str(Path(sys.executable).parent / "strata")
 ADMIN_KEY = secrets.token_hex(24)
 """A fresh admin key for this run (MemoryService refuses guessable ones)."""
-T = TypeVar("T")
 Call = Callable[[int], Awaitable[None]]
 
 
-class Services:
-    """Both services on a background event loop (so the measured clients have this loop to themselves)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.retrieval: RetrievalApp | None = None
-        self.memory: MemoryServer | None = None
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=300)
-
-    def start(self) -> str:
-        async def start() -> tuple[RetrievalApp, MemoryServer]:
-            retrieval = RetrievalApp(
-                RetrievalSettings(address="127.0.0.1:0", data_dir=self.root / "retrieval", log_json=False)
-            )
-            await retrieval.start()
-            memory = await start_memory_server(
-                MemorySettings(
-                    address="127.0.0.1:0",
-                    database_url=f"sqlite:///{self.root}/memory.sqlite3",
-                    retrieval_address=retrieval.address,
-                    auth_enabled=True,
-                    admin_api_key=ADMIN_KEY,
-                    log_json=False,
-                )
-            )
-            return retrieval, memory
-
-        self.retrieval, self.memory = self.run(start())
-        return self.memory.address
-
-    def stop(self) -> None:
-        if self.memory is not None:
-            self.run(self.memory.stop(0))
-        if self.retrieval is not None:
-            self.run(self.retrieval.stop())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=30)
+def services(root: Path) -> BackgroundPair:
+    """Both services (API keys on) on a background event loop, so the measured clients have this
+    loop to themselves."""
+    memory = {"auth_enabled": True, "admin_api_key": ADMIN_KEY, "log_json": False}
+    return BackgroundPair(ServicePair(root, memory_settings=memory, quick_retries=False))
 
 
 def summary(samples: list[float]) -> dict[str, float]:
@@ -198,10 +156,10 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="strata-mcp-bench-") as folder:
-        services = Services(Path(folder))
+        servers = services(Path(folder))
         http_server: subprocess.Popen[bytes] | None = None
         try:
-            target = services.start()
+            target = servers.start()
             with AdminClient(target, api_key=ADMIN_KEY, timeout=30) as admin:
                 key = admin.create_api_key(tenant_id="bench").secret
             agent = asyncio.run(_agent(target, key))
@@ -216,7 +174,7 @@ def main() -> None:
             if http_server is not None:
                 http_server.terminate()
                 http_server.wait(timeout=30)
-            services.stop()
+            servers.stop()
     result = {
         "benchmark": "bench.mcp.overhead",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),

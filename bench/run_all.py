@@ -5,6 +5,10 @@
     python -m bench.run_all --large      # make bench-large: 10k, 100k and 1M documents (perf_large.json)
     python -m bench.run_all --report-only
 
+SearchMessages at LoCoMo scale (``bench/search/messages_p50.py``: p50 first asked and asked again,
+against RetrievalService alone, the gRPC floor and the embedder alone) also writes
+``bench/results/search_messages.json`` under ``served``.
+
 The replica scenario (``bench/replicas/scenario.py``: MemoryService on 1-3 replicas over PostgreSQL beside
 SQLite, and the outbox with 1 and 3) runs last and also writes ``bench/results/replicas.json``; it
 needs PostgreSQL at ``STRATA_TEST_POSTGRES_URL`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/test``)
@@ -32,6 +36,7 @@ from bench.perf import ingest_e2e, large, memory_bench, report, retrieval_bench
 from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
 from bench.replicas import scenario as replicas
+from bench.search import messages_p50
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORK = Path(".cache/bench/work")
@@ -104,6 +109,11 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     )
     if not quick:
         (RESULTS / "ingest_e2e.json").write_text(json.dumps(results["ingest_e2e"], indent=1) + "\n")
+    results["search_messages"] = messages_p50.run(
+        _fresh(work / "search_messages"), questions=100 if quick else 400
+    )
+    if not quick:
+        messages_p50.write("served", results["search_messages"])
     results["replicas"] = replicas.run_or_skip(_fresh(work / "replicas"), quick=quick)
     if not quick and "skipped" not in results["replicas"]:
         (RESULTS / "replicas.json").write_text(

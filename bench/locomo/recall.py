@@ -17,10 +17,12 @@ Run: ``make bench-locomo`` (``python -m bench.locomo.recall``). Steps, each boun
    local fusion of the default setting must reproduce its top 20 for every question, and the local
    fusion of a few other settings must reproduce RetrievalService ``Search`` with those weights sent
    per request. A sample goes through the ``conversation_search`` tool (ExecuteTool).
-4. Temporal questions: the session date written into the indexed text (one more index), and
-   questions that name a date searched with a time-range filter on the session dates.
+4. Temporal questions: the session date written into the indexed text (one more index), and the
+   questions in which MemoryService reads a period (``recall_query_periods``) searched as served
+   and with that reading overridden by a caller's range covering every session.
 5. Latency: hybrid ``SearchMessages`` (limit 10) against a direct RetrievalService ``Search`` with the
-   same request, interleaved.
+   same request, interleaved (its text with a space appended, so it does not reuse the query vector
+   SearchMessages just had embedded).
 
 Questions that name no evidence turn are excluded from scoring (counted). Results are printed and
 written to ``bench/results/locomo_recall.json`` and ``bench/LOCOMO.md``.
@@ -37,7 +39,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bench.locomo import report as locomo_report
 from bench.locomo import temporal as locomo_temporal
@@ -67,6 +69,7 @@ from bench.perf.serve import bench_precision
 from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as mpb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
+from strata_memory.indexing import documents
 from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 
@@ -231,7 +234,7 @@ async def latency(
             agent_id=corpus.agent_id, query=q.text, mode=mpb.SEARCH_MODE_HYBRID, limit=10
         )
         direct_request = rpb.SearchRequest(
-            query=q.text,
+            query=f"{q.text} ",  # the same tokens, but not the text just asked: its vector is not reused
             mode=rpb.SEARCH_MODE_HYBRID,
             filter=message_filter(corpus.agent_id),
             top_k=10,
@@ -311,6 +314,16 @@ def grid_ranks(
     return out, alone
 
 
+def loco_by_category(
+    loco: Mapping[str, Any],
+    ranks: Mapping[Setting, Mapping[tuple[str, int], Ranks]],
+    questions: Sequence[Question],
+) -> dict[str, Any]:
+    """Held-out recall per category: each question ranked under the setting its fold chose."""
+    chosen = {fold["held_out"]: Setting(**fold["chosen"]) for fold in loco["folds"]}
+    return table(questions, {q.key: ranks[chosen[q.conv]][q.key] for q in questions})
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -319,8 +332,27 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS / "locomo_recall.json")
     parser.add_argument("--report", type=Path, default=Path(__file__).parents[1] / "LOCOMO.md")
     parser.add_argument("--no-dated", action="store_true", help="skip the index with dates in the text")
+    parser.add_argument(
+        "--without-query-periods",
+        action="store_true",
+        help="serve with recall_query_periods off (a period named in a question is only words)",
+    )
+    parser.add_argument(
+        "--without-date-notes",
+        action="store_true",
+        help="index without the dates of time phrases (strata_memory.indexing.documents.date_notes "
+        "replaced in this process): recall as before the notes",
+    )
     args = parser.parse_args()
+    if args.without_query_periods:
+        BENCH_SETTINGS["recall_query_periods"] = False
+    if args.without_date_notes:
+        cast(Any, documents).date_notes = lambda text, said_at: ""
     result = asyncio.run(run(dated=not args.no_dated))
+    result["variant"] = {
+        "query_periods": not args.without_query_periods,
+        "date_notes": not args.without_date_notes,
+    }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=1) + "\n")
     args.report.write_text(locomo_report.markdown(result))
@@ -346,6 +378,7 @@ async def run(*, dated: bool) -> dict[str, Any]:
     ranks, alone = grid_ranks(runs, questions)
     grid = Grid(questions, ranks)
     loco = grid.leave_one_out(served)
+    loco["held_out_per_category"] = loco_by_category(loco, ranks, questions)
     chosen = grid.best(grid.convs)
     dated_block: dict[str, Any] = {}
     if dated:

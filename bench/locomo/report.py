@@ -137,6 +137,8 @@ def print_summary(result: Mapping[str, Any]) -> None:
             f"oracle {fold['oracle_on_held_out'][OBJECTIVE]:.3f})"
         )
     print("  spread:", loco["held_out_spread"][OBJECTIVE])
+    for name, row in (loco.get("held_out_per_category") or {}).items():
+        print(f"  held-out {name:16} {row['questions']:>4} {_cells(row)}")
     for mode, row in result["leave_one_conversation_out_per_context_mode"].items():
         print(f"  context {mode:6}: held-out {row['held_out_pooled']}  spread {row['held_out_spread']}")
     print("fusion checks:", result["fusion_checks"])
@@ -209,6 +211,14 @@ def markdown(result: Mapping[str, Any]) -> str:
         "",
         "Held-out, pooled over all questions: " + ", ".join(f"{m} {pooled[m]:.3f}" for m in METRICS) + ".",
     ]
+    by_category = loco.get("held_out_per_category") or {}
+    if by_category:
+        lines += [
+            "",
+            "| held-out category | n | " + " | ".join(METRICS) + " |",
+            "|---|---:|" + "---:|" * len(METRICS),
+        ]
+        lines += [f"| {name} | {row['questions']} | {_cells(row)} |" for name, row in by_category.items()]
     lines += ["", "| metric | min | median | max (over held-out conversations) |", "|---|---:|---:|---:|"]
     for m, spread in loco["held_out_spread"].items():
         lines.append(f"| {m} | {spread['min']:.3f} | {spread['median']:.3f} | {spread['max']:.3f} |")
@@ -316,13 +326,12 @@ def _temporal(temporal: Mapping[str, Any]) -> list[str]:
     if filters:
         lines += [
             "",
-            f"Questions naming a day or month ({filters['questions_naming_a_date']}), "
-            "hybrid, with a time range "
-            f"({filters['window']}):",
+            f"Questions naming a period MemoryService reads ({filters['questions_naming_a_date']}: "
+            f"{filters['per_category']}), hybrid ({filters['window']}):",
             "",
             "| search | " + " | ".join(METRICS) + " |",
             "|---|" + "---:|" * len(METRICS),
             f"| without range | {_cells(filters['without_filter'])} |",
-            f"| with range | {_cells(filters['with_filter'])} |",
+            f"| as served | {_cells(filters['with_filter'])} |",
         ]
     return lines

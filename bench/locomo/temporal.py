@@ -3,50 +3,33 @@
 * **In the text**: the same conversations indexed with ``[said on 8 May 2023]`` after each turn (the
   session date), scored under the served fusion against the index without it, per category and for
   the questions that ask "When …".
-* **As filters**: the questions that name a day or a month ("… on May 3, 2023?", "… in June 2023?")
-  searched again with a time range on the session dates: from the start of the named period to
-  ``AFTER_DAYS`` days after its end (a turn tells of an event on the day or later). Compared with the
-  same questions searched without the range.
+* **As filters**: the questions in which MemoryService reads a period
+  (``strata_memory.indexing.time_phrases.named_period``: "… on May 3, 2023?", "… in June 2023?",
+  "the week before …") searched as served (MemoryService ranges them on the session dates when
+  ``recall_query_periods`` is on) and with a caller's range covering every session, which overrides
+  the reading: the same questions without the range.
 """
 
 from __future__ import annotations
 
-import calendar
-import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from bench.locomo.selection import METRICS, Question, Ranks, Setting, table
+from bench.locomo.selection import CATEGORIES, METRICS, Question, Ranks, Setting, table
 from strata.client.async_stubs import MemoryStub
+from strata_memory.indexing.time_phrases import named_period
+from strata_memory.operations.search import QUERY_PERIOD_AFTER
 
 if TYPE_CHECKING:
     from bench.locomo.services import Corpus, IndexRun
 
-AFTER_DAYS = 31
 LIMIT = 20
-_MONTHS = "|".join(calendar.month_name[1:])
-_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? ({_MONTHS}),? (\d{{4}})\b")
-_MONTH_FIRST = re.compile(rf"\b({_MONTHS}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
-_MONTH_ONLY = re.compile(rf"\b({_MONTHS}),? (\d{{4}})\b")
-
-
-def named_period(text: str) -> tuple[datetime, datetime] | None:
-    """The day or month a question names, as [start, end) in UTC; None when it names neither."""
-    month_number = {name: i for i, name in enumerate(calendar.month_name) if name}
-    if m := _DAY_FIRST.search(text):
-        day = datetime(int(m[3]), month_number[m[2]], int(m[1]), tzinfo=UTC)
-        return day, day + timedelta(days=1)
-    if m := _MONTH_FIRST.search(text):
-        day = datetime(int(m[3]), month_number[m[1]], int(m[2]), tzinfo=UTC)
-        return day, day + timedelta(days=1)
-    if m := _MONTH_ONLY.search(text):
-        year, month = int(m[2]), month_number[m[1]]
-        start = datetime(year, month, 1, tzinfo=UTC)
-        return start, start + timedelta(days=calendar.monthrange(year, month)[1])
-    return None
+EVERY_SESSION = (datetime(1900, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+"""A caller's range holding every LoCoMo session: it overrides MemoryService's reading of the query."""
 
 
 def _stamp(when: datetime) -> Timestamp:
@@ -65,26 +48,29 @@ async def date_filters(
     questions: Sequence[Question],
     legs: Mapping[str, Mapping[tuple[str, int], Sequence[str]]],
 ) -> dict[str, Any]:
-    """Hybrid recall of the questions naming a date, without and with a session-date range."""
+    """Hybrid recall of the questions naming a period, with the served reading and without it."""
     from bench.locomo.selection import evidence_ranks
     from bench.locomo.services import search
 
-    dated = [(q, period) for q in questions if (period := named_period(q.text))]
+    dated = [q for q in questions if named_period(q.text)]
     plain: dict[tuple[str, int], Ranks] = {}
-    ranged: dict[tuple[str, int], Ranks] = {}
-    for q, (start, end) in dated:
+    served: dict[tuple[str, int], Ranks] = {}
+    everything = (_stamp(EVERY_SESSION[0]), _stamp(EVERY_SESSION[1]))
+    for q in dated:
         corpus = corpora[q.conv]
-        ids = await search(stub, corpus.agent_id, q.text, "hybrid", LIMIT)
+        ids = await search(stub, corpus.agent_id, q.text, "hybrid", LIMIT, window=everything)
         plain[q.key] = evidence_ranks(q, [corpus.dia_of[i] for i in ids])
-        window = (_stamp(start), _stamp(end + timedelta(days=AFTER_DAYS)))
-        ids = await search(stub, corpus.agent_id, q.text, "hybrid", LIMIT, window=window)
-        ranged[q.key] = evidence_ranks(q, [corpus.dia_of[i] for i in ids])
-    subset = [q for q, _ in dated]
+        ids = await search(stub, corpus.agent_id, q.text, "hybrid", LIMIT)
+        served[q.key] = evidence_ranks(q, [corpus.dia_of[i] for i in ids])
+    counts = Counter(CATEGORIES[q.category] for q in dated)
     return {
-        "questions_naming_a_date": len(subset),
-        "window": f"named day or month to {AFTER_DAYS} days after it, on the session date (create_time)",
-        "without_filter": _overall(subset, plain),
-        "with_filter": _overall(subset, ranged),
+        "questions_naming_a_date": len(dated),
+        "per_category": dict(sorted(counts.items())),
+        "window": f"the named period to {QUERY_PERIOD_AFTER.days} days after it, on the session date",
+        "without_filter": _overall(dated, plain),
+        "with_filter": _overall(dated, served),
+        "temporal_without_filter": _overall([q for q in dated if q.category == 2], plain),
+        "temporal_with_filter": _overall([q for q in dated if q.category == 2], served),
     }
 
 

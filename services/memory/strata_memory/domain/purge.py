@@ -76,6 +76,8 @@ class Tally:
 
     counts: dict[str, int] = field(default_factory=dict)
     document_ids: set[str] = field(default_factory=set)
+    block_ids: set[str] = field(default_factory=set)
+    """The blocks deleted (their renderings kept in memory are dropped too)."""
 
     def add(self, store: str, deleted: int) -> None:
         if store not in STORES:

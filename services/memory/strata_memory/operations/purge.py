@@ -5,7 +5,9 @@ Order of work, each step durable before the next:
 1. One store transaction deletes the target's rows and every row holding a copy of its content
    (:mod:`strata_memory.store.purge`), deletes the outbox jobs naming its documents, queues one
    delete job per document (so a crash or an outage after the commit still reaches the index), and
-   recompiles the prompts of the agents that held a purged block. The delete jobs are leased to this
+   recompiles the prompts of the agents that held a purged block; this process's render cache drops
+   every rendering that included a purged block (other replicas' caches hold theirs until evicted:
+   never served again, as block ids are never reused). The delete jobs are leased to this
    purge for ``lease_seconds``: no outbox worker (of any replica) delivers them while the purge counts
    what each leg held, which it could not do after they had been delivered.
 2. RetrievalService is read by id (what each leg holds, for the counts), deletes the documents by id
@@ -60,6 +62,7 @@ class Purger:
         """Purge ``target`` of ``tenant_id`` and return the receipt (see the module docstring)."""
         owner = f"purge-{uuid.uuid4().hex[:16]}"
         tally, job_ids = await self._db.write(lambda conn: self._forget_rows(conn, tenant_id, target, owner))
+        self._prompts.renders.forget(tally.block_ids)
         ids = sorted(tally.document_ids)
         try:
             held = await self._find(tenant_id, ids)

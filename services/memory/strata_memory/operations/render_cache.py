@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from strata_memory.domain.model import RenderMode
 from strata_memory.domain.render import render_blocks
@@ -52,6 +52,22 @@ class RenderCache:
         text = render_blocks([record.block for record in records], mode)
         self._keep(key, text)
         return text
+
+    def forget(self, block_ids: Collection[str]) -> int:
+        """Drop every rendering that includes one of these blocks (a purge: no copy of a purged
+        value may stay in this process); returns how many were dropped."""
+        if not block_ids:
+            return 0
+        with self._lock:
+            naming = [key for key in self._entries if any(entry[0] in block_ids for entry in key[1])]
+            for key in naming:
+                self._characters -= len(self._entries.pop(key))
+            return len(naming)
+
+    def holding(self, text: str) -> int:
+        """How many kept renderings contain ``text``."""
+        with self._lock:
+            return sum(text in rendered for rendered in self._entries.values())
 
     def _keep(self, key: RenderKey, text: str) -> None:
         if len(text) > self._max_characters:

@@ -170,6 +170,7 @@ def _delete_block_rows(conn: Connection, tally: Tally, block_id: str) -> None:
     _delete(conn, tally, "block_attachments", history, history.c.block_id == block_id)
     blocks.delete_block(conn, block_id)
     tally.add("blocks", 1)
+    tally.block_ids.add(block_id)
 
 
 def forget_in_residues(

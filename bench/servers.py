@@ -82,12 +82,12 @@ class ServicePair:
 
     async def start_retrieval(self, **overrides: Any) -> None:
         """Start RetrievalService (again: on the same port, with the same data), ``overrides`` on top."""
-        settings = RetrievalSettings(
-            address=f"127.0.0.1:{self.retrieval_port}",
-            data_dir=self.root / "retrieval",
-            log_json=False,
-            **{**self.retrieval_settings, **overrides},
-        )
+        defaults: dict[str, Any] = {
+            "address": f"127.0.0.1:{self.retrieval_port}",
+            "data_dir": self.root / "retrieval",
+            "log_json": False,
+        }
+        settings = RetrievalSettings(**{**defaults, **self.retrieval_settings, **overrides})
         self.retrieval = RetrievalApp(settings, embedder=self.embedder)
         await self.retrieval.start()
         self.retrieval_port = self.retrieval.server.port

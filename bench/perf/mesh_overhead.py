@@ -58,10 +58,7 @@ async def _serve(config: str, root: Path) -> None:
     from opentelemetry import trace
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from strata_memory.main import start_memory_server
-    from strata_memory.settings import MemorySettings
-    from strata_retrieval.main import RetrievalApp
-    from strata_retrieval.settings import RetrievalSettings
+    from bench.servers import ServicePair
     from strata_serving.server_tracing import tracer_provider
 
     observed = config == "B"
@@ -70,31 +67,17 @@ async def _serve(config: str, root: Path) -> None:
         provider = tracer_provider("bench")
         provider.add_span_processor(BatchSpanProcessor(_Discard()))  # type: ignore[arg-type]
         trace.set_tracer_provider(provider)
-    retrieval = RetrievalApp(
-        RetrievalSettings(
-            address="127.0.0.1:0",
-            data_dir=root / config / "retrieval",
-            model_cache_dir=Path(".cache/bench/models"),
-            metrics_address=metrics,
-            log_level="WARNING",
-            log_json=True,
-        )
+    logs: dict[str, Any] = {"metrics_address": metrics, "log_level": "WARNING", "log_json": True}
+    pair = ServicePair(
+        root / config,
+        retrieval_settings={"model_cache_dir": Path(".cache/bench/models"), **logs},
+        memory_settings=logs,
+        quick_retries=False,
     )
-    await retrieval.start()
-    memory = await start_memory_server(
-        MemorySettings(
-            address="127.0.0.1:0",
-            database_url=f"sqlite:///{root / config}/memory.sqlite3",
-            retrieval_address=retrieval.address,
-            metrics_address=metrics,
-            log_level="WARNING",
-            log_json=True,
-        )
-    )
-    print(f"READY {memory.address}", flush=True)
+    await pair.start()
+    print(f"READY {pair.memory_address}", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-    await memory.stop(0)
-    await retrieval.stop()
+    await pair.stop()
 
 
 def _seed(address: str) -> dict[str, str]:

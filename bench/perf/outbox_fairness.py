@@ -32,21 +32,18 @@ from typing import Any, cast
 
 import grpc
 
+from bench.servers import ServicePair
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.outbox import OutboxWorker
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
-from strata_memory.main import start_memory_server
-from strata_memory.settings import MemorySettings
 from strata_memory.store import archives as archive_rows
 from strata_memory.store import index_jobs
 from strata_memory.store.database import Database
 from strata_memory.store.records import ArchiveRecord, PassageRecord
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 
 
 class Recorder:
@@ -133,21 +130,10 @@ async def upserts_per_job(root: Path, jobs: int, batch: int) -> dict[str, Any]:
 async def wall_clock(root: Path, noisy: int) -> dict[str, Any]:
     """Seconds until a quiet tenant's message is searchable, without and right after a noisy backlog."""
     embedder = OnnxSentenceEmbedder.load(root / "models", threads=2, batch_size=16)
-    retrieval = RetrievalApp(
-        RetrievalSettings(address="127.0.0.1:0", data_dir=root / "retrieval", log_json=False),
-        embedder=embedder,
-    )
-    await retrieval.start()
-    memory = await start_memory_server(
-        MemorySettings(
-            address="127.0.0.1:0",
-            database_url=f"sqlite:///{root}/memory.sqlite3",
-            retrieval_address=retrieval.address,
-            log_json=False,
-        )
-    )
+    pair = ServicePair(root, embedder=embedder, memory_settings={"log_json": False}, quick_retries=False)
+    await pair.start()
     try:
-        async with grpc.aio.insecure_channel(memory.address) as channel:
+        async with grpc.aio.insecure_channel(pair.memory_address) as channel:
             stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
             noisy_agent = await stub.CreateAgent(
                 api.CreateAgentRequest(agent=pb.Agent(name="noisy")), metadata=(("x-strata-tenant", "noisy"),)
@@ -181,8 +167,7 @@ async def wall_clock(root: Path, noisy: int) -> dict[str, Any]:
                 )
             flooded = await quiet_write()
     finally:
-        await memory.stop(0)
-        await retrieval.stop()
+        await pair.stop()
     return {
         "figure": "wall_clock",
         "noisy_messages": noisy,

@@ -51,6 +51,7 @@ TABLE_STORES = {
     "prompt_snapshots",
     "prompt_receipts",
     "agent_file_residues",
+    "write_requests",
     "index_jobs",
 }
 

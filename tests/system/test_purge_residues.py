@@ -1,13 +1,20 @@
-"""A purge reaches what an Agent File import kept verbatim: a message whose content had several parts
-keeps them in its agent's residue, a block with nested metadata keeps it there; purging the message
-or the block removes that entry (the residue row stays for the rest of the agent)."""
+"""A purge reaches the records other features keep of its target.
+
+* What an Agent File import kept verbatim: a message whose content had several parts keeps them in
+  its agent's residue, a block with nested metadata keeps it there; purging the message or the block
+  removes that entry (the residue row stays for the rest of the agent).
+* What an idempotent write (``request_id``) keeps for a day: a SHA-256 of the request, content
+  included, and the ids it stored; purging what it stored deletes the record.
+"""
 
 from __future__ import annotations
 
 import json
+import uuid
 
 from strata.client.async_stubs import MemoryStub
 from strata.memory.v1 import memory_service_pb2 as api
+from strata.memory.v1 import resources_pb2 as pb
 from tests.servers import ServicePair
 from tests.system.purge_world import read_tables, receipt_counts, rows_holding
 
@@ -82,3 +89,22 @@ async def test_purging_an_imported_block_removes_its_metadata_from_the_residue(
 
     assert rows_holding(read_tables(store_url(pair)), "nested value") == {}
     assert receipt_counts(receipt)["agent_file_residues"] == 1
+
+
+async def test_purging_messages_written_with_a_request_id_deletes_the_writes_record(
+    pair: ServicePair, memory: MemoryStub
+) -> None:
+    agent = await memory.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="sam")))
+    appended = await memory.AppendMessages(
+        api.AppendMessagesRequest(
+            agent_id=agent.id,
+            messages=[pb.Message(role=pb.MESSAGE_ROLE_USER, content="My PIN is 1234.")],
+            request_id=str(uuid.uuid4()),
+        )
+    )
+    assert len(read_tables(store_url(pair))["write_requests"]) == 1
+
+    receipt = await memory.Purge(api.PurgeRequest(message_id=appended.messages[0].id), timeout=60)
+
+    assert read_tables(store_url(pair))["write_requests"] == set()
+    assert receipt_counts(receipt)["write_requests"] == 1

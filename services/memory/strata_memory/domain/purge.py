@@ -28,6 +28,7 @@ STORES: tuple[str, ...] = (
     "prompt_snapshots",
     "prompt_receipts",
     "agent_file_residues",
+    "write_requests",
     "index_jobs",
     VECTOR_LEG,
     TEXT_LEG,

@@ -96,6 +96,7 @@ class Purger:
                 purge_rows.purge_conversation(conn, tenant_id, target.agent_id, target.id, tally)
         named = sorted(tally.document_ids) + ([target.id] if target.kind is PurgeKind.AGENT else [])
         purge_rows.drop_jobs(conn, tenant_id, named, tally)
+        purge_rows.forget_write_requests(conn, tenant_id, {*named, *tally.block_ids}, tally)
         job_ids = index_jobs.enqueue(conn, tenant_id, index_jobs.DELETE, sorted(tally.document_ids))
         if target.kind is PurgeKind.AGENT:
             job_ids += index_jobs.enqueue(conn, tenant_id, index_jobs.DELETE_AGENT, [target.id])

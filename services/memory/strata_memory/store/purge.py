@@ -17,7 +17,8 @@ What a purge must reach besides the target's own row:
 An Agent File import keeps what Strata does not model verbatim, per block and per message (a
 message's several content parts, a block's nested metadata): a purged block's or message's entry is
 removed from every residue of the tenant that holds one, and counted under ``agent_file_residues``
-(one per entry; a purged agent's own residue row counts one).
+(one per entry; a purged agent's own residue row counts one). The records of idempotent writes
+(``write_requests``, a day's SHA-256 of each request) that stored a purged id are deleted.
 """
 
 from __future__ import annotations
@@ -200,6 +201,21 @@ def forget_in_residues(
             kept = {key: value for key, value in entries.items() if key not in removed}
             conn.execute(update(residues).where(residues.c.agent_id == holder).values({part: kept}))
             tally.add("agent_file_residues", len(removed))
+
+
+def forget_write_requests(conn: Connection, tenant_id: str, ids: set[str], tally: Tally) -> None:
+    """Delete the tenant's records of idempotent writes that stored one of these ids: each keeps a
+    SHA-256 of its request, content included, for a day (a retry after the purge stores anew)."""
+    if not ids:
+        return
+    rows = schema.write_requests
+    kept = conn.execute(
+        select(rows.c.method, rows.c.request_id, rows.c.resource_ids).where(rows.c.tenant_id == tenant_id)
+    ).all()
+    for method, request_id, stored in kept:
+        if not ids.isdisjoint(stored or ()):
+            where = (rows.c.tenant_id == tenant_id, rows.c.method == method, rows.c.request_id == request_id)
+            _delete(conn, tally, "write_requests", rows, *where)
 
 
 def forget_compiled(conn: Connection, tally: Tally, agent_ids: Sequence[str], block_id: str) -> None:

@@ -1,6 +1,6 @@
 """Where a search's time goes: the engine's parts wrapped in stopwatches, run in-process.
 
-The engine is built from the same classes the service uses (``EdgeShardIndex``, ``TantivyTextIndex``,
+The engine is built from the same classes the service uses (``EdgeShardIndex``, ``TenantTextIndexes``,
 the ONNX embedder) over the data directory the service just wrote, with thin subclasses/wrappers that
 time each call: query embedding, the vector leg (HNSW or exact search in the Qdrant edge shard), the
 text leg (Tantivy BM25), and reading the hits' documents. Everything else inside
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.model import Document, DocumentFilter, ScoredKey, SearchMode, SearchQuery
-from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import TEXT_FOLDER, TenantTextIndexes
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 
 T = TypeVar("T")
@@ -79,7 +79,7 @@ class TimedVectors(EdgeShardIndex):
         return self.watch.time("fetch", lambda: super(TimedVectors, self).fetch(keys))
 
 
-class TimedText(TantivyTextIndex):
+class TimedText(TenantTextIndexes):
     def __init__(self, path: Path, watch: Stopwatch) -> None:
         super().__init__(path)
         self.watch = watch
@@ -91,7 +91,7 @@ class TimedText(TantivyTextIndex):
 def open_timed_engine(data_dir: Path, model: Embedder, watch: Stopwatch) -> RetrievalEngine:
     """The engine over ``data_dir`` (as the service lays it out) with every part timed."""
     vectors = TimedVectors(data_dir / "vectors", model.dimension, watch)
-    text = TimedText(data_dir / "text", watch)
+    text = TimedText(data_dir / TEXT_FOLDER, watch)
     return RetrievalEngine(TimedEmbedder(model, watch), vectors, text, EngineConfig())
 
 

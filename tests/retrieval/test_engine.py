@@ -32,7 +32,7 @@ from strata_retrieval.model import (
     SearchQuery,
     document_key,
 )
-from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import TenantTextIndexes
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex
@@ -70,7 +70,7 @@ def engine(
     request: pytest.FixtureRequest, tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> Iterator[RetrievalEngine]:
     vectors: VectorIndex
-    text: TextIndex = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text: TextIndex = TenantTextIndexes(tmp_path / "text")
     if request.param == "edge":
         vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
     elif request.param == "qdrant_local":
@@ -221,7 +221,7 @@ def test_a_write_needs_room_for_its_text_and_vectors_when_it_starts_and_when_it_
     engine = RetrievalEngine(
         embedder,
         EdgeShardIndex(tmp_path / "vectors", embedder.dimension),
-        TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000),
+        TenantTextIndexes(tmp_path / "text"),
         EngineConfig(),
         disk=guard,
     )
@@ -250,7 +250,7 @@ def test_maintenance_builds_once_exactly_the_threshold_is_unindexed(
     tmp_path: Path, embedder: OnnxSentenceEmbedder, caplog: pytest.LogCaptureFixture
 ) -> None:
     vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
-    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text = TenantTextIndexes(tmp_path / "text")
     engine = RetrievalEngine(embedder, vectors, text, EngineConfig(hnsw_build_threshold=len(FACTS)))
     caplog.set_level(logging.INFO, logger="strata.retrieval.engine")
     try:
@@ -288,7 +288,7 @@ def test_an_engine_configured_for_dbsf_fuses_hybrid_searches_by_the_legs_scores(
     tmp_path: Path, embedder: OnnxSentenceEmbedder
 ) -> None:
     vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
-    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text = TenantTextIndexes(tmp_path / "text")
     engine = RetrievalEngine(embedder, vectors, text, EngineConfig(fusion=Fusion.DBSF))
     try:
         engine.upsert(documents())

@@ -15,7 +15,7 @@ import pytest
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.model import DocumentFilter, ScoredKey, SearchMode, SearchQuery
-from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import TenantTextIndexes
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from tests.retrieval.test_engine import FACTS, SCOPE, documents, search
 
@@ -27,7 +27,7 @@ def test_a_delete_landing_between_listing_and_removal_is_counted_once(
     delete lands wherever the engine lets a concurrent writer in (here: whenever its write lock is
     free after the filter was listed), each document is counted by the one call that removed it."""
     vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
-    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text = TenantTextIndexes(tmp_path / "text")
     engine = RetrievalEngine(embedder, vectors, text, EngineConfig())
     try:
         engine.upsert(documents())
@@ -55,7 +55,7 @@ def test_search_threads_bounds_the_text_legs_running_at_once(
     """With ``search_threads=1`` a second hybrid search's text leg starts only once the first's has
     finished. The first is held until the second starts or a second has passed (the pool must not let
     it start); the order is asserted, never a duration."""
-    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text = TenantTextIndexes(tmp_path / "text")
     vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
     engine = RetrievalEngine(embedder, vectors, text, EngineConfig(search_threads=1))
     search_text, release, started = text.search, threading.Event(), [threading.Event(), threading.Event()]
@@ -92,7 +92,7 @@ def test_close_waits_for_a_running_text_leg_before_closing_the_indexes(
 ) -> None:
     """A search still running when the service closes the engine (past the stop's grace) finishes
     on open indexes. Its text leg is held until the indexes start closing or a second passes."""
-    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text = TenantTextIndexes(tmp_path / "text")
     vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
     engine = RetrievalEngine(embedder, vectors, text, EngineConfig())
     engine.upsert(documents())

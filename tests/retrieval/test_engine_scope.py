@@ -27,7 +27,7 @@ from strata_retrieval.model import (
     SearchQuery,
     document_key,
 )
-from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import TenantTextIndexes
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLeg
 from strata_serving.errors import FailedPrecondition, InvalidArgument
@@ -79,7 +79,7 @@ def build(
     root: Path, embedder: OnnxSentenceEmbedder, config: EngineConfig, disk: DiskGuard | None = None
 ) -> RetrievalEngine:
     vectors = EdgeShardIndex(root / "vectors", embedder.dimension)
-    text = TantivyTextIndex(root / "text", writer_heap_bytes=15_000_000)
+    text = TenantTextIndexes(root / "text")
     return RetrievalEngine(embedder, vectors, text, config, disk=disk)
 
 

@@ -20,7 +20,7 @@ from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.legs import TextIndex
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
-from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import TenantTextIndexes
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex
@@ -64,7 +64,7 @@ def engine(
 ) -> Iterator[tuple[RetrievalEngine, CountingEmbedder]]:
     counting = CountingEmbedder(embedder)
     vectors: VectorIndex
-    text: TextIndex = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text: TextIndex = TenantTextIndexes(tmp_path / "text")
     if request.param == "edge":
         vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
     elif request.param == "qdrant_local":

@@ -192,7 +192,7 @@ def test_upsert_replaces_by_key_and_is_visible_on_return(index: TantivyTextIndex
 
 
 def test_delete_removes_from_results(index: TantivyTextIndex) -> None:
-    index.delete([doc("run", "").key, doc("msg", "").key])
+    index.delete(T1.tenant_id, [doc("run", "").key, doc("msg", "").key])
     assert ids(index, "running", T1) == ["other"]
 
 

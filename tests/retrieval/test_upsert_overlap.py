@@ -16,7 +16,7 @@ import pytest
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
 from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, SearchMode, SearchQuery
-from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import TenantTextIndexes
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 
 DIMENSION = 8
@@ -43,7 +43,7 @@ class WatchingEmbedder:
     dimension = DIMENSION
 
     def __init__(self) -> None:
-        self.text: TantivyTextIndex | None = None
+        self.text: TenantTextIndexes | None = None
         self.expected = 0
         self.saw_text_committed: list[bool] = []
         self.fail = False
@@ -69,7 +69,7 @@ class WatchingEmbedder:
 @pytest.fixture
 def watched(tmp_path: Path) -> Iterator[tuple[RetrievalEngine, WatchingEmbedder]]:
     embedder = WatchingEmbedder()
-    text = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    text = TenantTextIndexes(tmp_path / "text")
     embedder.text = text
     engine = RetrievalEngine(embedder, EdgeShardIndex(tmp_path / "vectors", DIMENSION), text, EngineConfig())
     yield engine, embedder

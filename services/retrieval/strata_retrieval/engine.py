@@ -99,6 +99,10 @@ class RetrievalEngine:
         return self._config.limits
 
     @property
+    def text_leg(self) -> TextIndex:
+        return self._text
+
+    @property
     def default_weights(self) -> LegWeights:
         return self._config.default_weights
 
@@ -154,7 +158,7 @@ class RetrievalEngine:
         for i, document_id in enumerate(ids):
             check_id(document_id, self.limits, f"ids.ids[{i}]")
         keys = sorted({document_key(tenant_id, document_id) for document_id in ids})
-        return self._delete_keys(keys)
+        return self._delete_keys(tenant_id, keys)
 
     def delete_matching(self, flt: DocumentFilter) -> int:
         """Delete every document matching ``flt``; returns how many. Listed under the write lock, so
@@ -163,7 +167,7 @@ class RetrievalEngine:
         with self._write_lock:
             self._check_disk(())
             keys = self._vectors.keys_matching(flt)
-            self._remove(keys)
+            self._remove(flt.tenant_id, keys)
         return len(keys)
 
     def find_ids(self, tenant_id: str, ids: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -183,17 +187,17 @@ class RetrievalEngine:
             text_keys = self._text.held(tenant_id, keys) if keys else set()
         return sorted(id_of[k] for k in vector_keys), sorted(id_of[k] for k in text_keys)
 
-    def _delete_keys(self, keys: Sequence[str]) -> int:
+    def _delete_keys(self, tenant_id: str, keys: Sequence[str]) -> int:
         with self._write_lock:
             self._check_disk(())
             existing = len(self._vectors.fetch(keys))
-            self._remove(keys)
+            self._remove(tenant_id, keys)
         return existing
 
-    def _remove(self, keys: Sequence[str]) -> None:
-        """Both indexes' delete of ``keys``; the caller holds the write lock."""
+    def _remove(self, tenant_id: str, keys: Sequence[str]) -> None:
+        """Both indexes' delete of ``tenant_id``'s ``keys``; the caller holds the write lock."""
         self._write("the vector index", self._vectors.delete, keys)
-        self._write("the text index", self._text.delete, keys)
+        self._write("the text index", self._text.delete, tenant_id, keys)
 
     def search(self, query: SearchQuery) -> SearchResult:
         check_search(query, self.limits)

@@ -8,6 +8,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from strata_retrieval.engine import RetrievalEngine
+from strata_retrieval.text_tenants import TenantTextIndexes
 
 TENANT_SERIES = 20
 """Tenants that keep a ``strata_index_documents`` series of their own: the ones holding the most
@@ -30,9 +31,10 @@ def bounded_tenant_counts(counts: Mapping[str, int], keep: int = TENANT_SERIES) 
 
 
 class IndexCollector(Collector):
-    """The HNSW build state (vectors not yet in a graph, searched exactly until the next build) and
-    documents per tenant (tenants this process has indexed for since it started), bounded: the
-    ``TENANT_SERIES`` largest by name, the rest in one ``tenant="other"`` series."""
+    """The HNSW build state (vectors not yet in a graph, searched exactly until the next build), the
+    embedded engine's open text indexes and writers, and documents per tenant (tenants this process
+    has indexed for since it started), bounded: the ``TENANT_SERIES`` largest by name, the rest in
+    one ``tenant="other"`` series."""
 
     def __init__(self, engine: RetrievalEngine) -> None:
         self._engine = engine
@@ -52,3 +54,16 @@ class IndexCollector(Collector):
         for tenant, count in bounded_tenant_counts(self._engine.documents_per_tenant()).items():
             documents.add_metric([tenant], count)
         yield documents
+        text = self._engine.text_leg
+        if isinstance(text, TenantTextIndexes):  # the embedded engine: one text index per tenant
+            indexes, writers = text.open_counts()
+            yield GaugeMetricFamily(
+                "strata_text_indexes_open",
+                "Tenants' full-text indexes open (one thread each; bounded by TEXT_OPEN_INDEXES).",
+                value=indexes,
+            )
+            yield GaugeMetricFamily(
+                "strata_text_writers_open",
+                "Tenants' full-text index writers open (a descriptor and threads each; TEXT_WRITERS).",
+                value=writers,
+            )

@@ -1,7 +1,8 @@
 """What the engine needs from a full-text leg, and from an index that runs both legs in one request.
 
-Two text legs exist: Tantivy on local disk (:class:`~strata_retrieval.text_index.TantivyTextIndex`,
-the embedded default) and Qdrant sparse vectors in the same collection as the dense ones
+Two text legs exist: Tantivy on local disk, one index per tenant
+(:class:`~strata_retrieval.text_tenants.TenantTextIndexes`, the embedded default) and Qdrant sparse
+vectors in the same collection as the dense ones
 (:class:`~strata_retrieval.vectors.qdrant_joint.SparseTextLeg`, the server engine).
 """
 
@@ -19,13 +20,15 @@ class TextIndex(Protocol):
         """Index each document's text, replacing any by the same key; searchable on return."""
         ...
 
-    def delete(self, keys: Sequence[str]) -> None:
-        """Remove these keys; absent keys are ignored."""
+    def delete(self, tenant_id: str, keys: Sequence[str]) -> None:
+        """Remove these keys of ``tenant_id``'s documents; absent keys are ignored."""
         ...
 
     def search(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
         """Up to ``limit`` keys matching ``flt``, by BM25 of user ``text`` (never query syntax),
-        best first; [] when ``text`` holds no searchable word."""
+        best first; [] when ``text`` holds no searchable word. BM25's statistics (document
+        frequencies, count, mean length) are ``flt.tenant_id``'s documents' only, so no other
+        tenant's documents change a score."""
         ...
 
     def held(self, tenant_id: str, keys: Sequence[str]) -> set[str]:

@@ -31,7 +31,7 @@ from strata_retrieval.index_metrics import IndexCollector
 from strata_retrieval.manifest import IndexManifest, check_manifest, read_manifest
 from strata_retrieval.servicer import RetrievalServicer
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
-from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import LEGACY_TEXT_FOLDER, TEXT_FOLDER, TenantTextIndexes
 from strata_retrieval.vectors.bm25 import Bm25Params
 from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 from strata_retrieval.vectors.protocol import VectorIndex
@@ -98,10 +98,31 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
             collection=settings.qdrant_collection,
             api_key=settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None,
         )
-    text = TantivyTextIndex(settings.data_dir / "text")
+    text = _tenant_text(settings, vectors)
     engine = RetrievalEngine(embedder, vectors, text, engine_config(settings), disk=disk)
     engine.maintain()
     return engine
+
+
+def _tenant_text(settings: RetrievalSettings, vectors: VectorIndex) -> TenantTextIndexes:
+    """The per-tenant text indexes. A data folder still holding the shared index of older versions
+    (``text/``) gets them built from the vector index's documents (every payload holds its document
+    whole), then the shared one removed; interrupted, the next start builds them again (writes
+    replace by key)."""
+    data_dir = settings.data_dir
+    text = TenantTextIndexes(
+        data_dir / TEXT_FOLDER, max_open=settings.text_open_indexes, max_writers=settings.text_writers
+    )
+    legacy = data_dir / LEGACY_TEXT_FOLDER
+    if legacy.exists():
+        log.info("text search: one index per tenant, built from the vector index's documents")
+        moved = 0
+        for page in vectors.document_pages():
+            text.upsert(page)
+            moved += len(page)
+        shutil.rmtree(legacy)
+        log.info("text search: %d documents moved into per-tenant indexes", moved)
+    return text
 
 
 def engine_config(settings: RetrievalSettings) -> EngineConfig:
@@ -128,6 +149,7 @@ def open_server_engine(settings: RetrievalSettings, embedder: Embedder) -> Retri
         collection=settings.qdrant_collection,
         api_key=api_key,
         bm25=Bm25Params(avg_len=settings.bm25_avg_len),
+        idf_cache_seconds=settings.idf_cache_seconds,
         rebuild_with=embedder.embed_documents if settings.rebuild_on_model_change else None,
     )
     return RetrievalEngine(embedder, index, SparseTextLeg(index), engine_config(settings))

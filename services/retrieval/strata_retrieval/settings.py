@@ -47,6 +47,12 @@ class RetrievalSettings(ServingSettings):
         "empty collection; `python -m strata_retrieval.rebuild` measures it again); pinned in the "
         "collection, so changing it needs a rebuild",
     )
+    idf_cache_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="server engine: how long a tenant's BM25 term counts (its own IDF) are reused; a write "
+        "through this replica to the tenant counts again at once, another replica's within this time",
+    )
     embedder_precision: Precision | None = Field(
         default=None,
         description="fp32 | int8; unset: what an existing index was built with, int8 for a new one",
@@ -57,12 +63,6 @@ class RetrievalSettings(ServingSettings):
     embedder_batch_size: int = Field(
         default=32, ge=1, description="texts per run in fp32 (int8 runs each alone)"
     )
-    workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")
-    vector_weight: float = Field(default=1.0, ge=0)
-    fts_weight: float = Field(default=1.0, ge=0)
-    fusion: Fusion = Field(
-        default=Fusion.RRF,
-        description="how hybrid searches fuse the legs: rrf (by rank, weight / (k + rank)) or dbsf "
     query_embedding_cache: int = Field(
         default=2048,
         ge=0,
@@ -70,6 +70,12 @@ class RetrievalSettings(ServingSettings):
         "query asked again is not embedded again; 0 keeps none (a hit answers faster, so a caller who "
         "times searches can tell that some caller asked the same text recently)",
     )
+    workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")
+    vector_weight: float = Field(default=1.0, ge=0)
+    fts_weight: float = Field(default=1.0, ge=0)
+    fusion: Fusion = Field(
+        default=Fusion.RRF,
+        description="how hybrid searches fuse the legs: rrf (by rank, weight / (k + rank)) or dbsf "
         "(by score: each leg's scores scaled by their mean +- 3 sd, weighted and summed; a request's "
         "rrf_k is then unused and rrf_score holds the fused score). bench/results/scifact_fusion.md",
     )
@@ -79,6 +85,18 @@ class RetrievalSettings(ServingSettings):
         description="writes are refused (RESOURCE_EXHAUSTED, INDEX_DISK_FULL) unless data_dir's disk keeps "
         "this much free after them: the indexes write through memory maps, and a full disk would kill "
         "the process (SIGBUS) instead of failing the write",
+    )
+    text_open_indexes: int = Field(
+        default=256,
+        ge=2,
+        description="embedded engine: tenants' full-text indexes kept open (one thread each; the least "
+        "recently used is closed past this, and reopened in under a millisecond)",
+    )
+    text_writers: int = Field(
+        default=16,
+        ge=1,
+        description="embedded engine: tenants' full-text index writers kept open (a lock-file descriptor, "
+        "indexing and merge threads and a heap each; the least recently written is closed past this)",
     )
     hnsw_build_threshold: int = Field(default=10_000, ge=0)
     rebuild_on_model_change: bool = False

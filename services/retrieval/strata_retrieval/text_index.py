@@ -10,8 +10,10 @@ leg score almost every document (slower, and no better: bench/perf/findings.md).
 Filters are exact terms on raw (untokenised) fields and an integer range on the creation time,
 wrapped in a zero-score clause so they restrict without changing BM25 scores.
 
-One process owns the index: it holds the single writer, commits each batch and reloads its reader
-after every commit, so a search that starts after a write returns sees that write.
+One process owns the index: it holds the single writer (opened at the first write, released by
+:meth:`TantivyTextIndex.release_writer`), commits each batch and reloads its reader after every
+commit, so a search that starts after a write returns sees that write. BM25's statistics are the
+index's own: :mod:`strata_retrieval.text_tenants` keeps one index per tenant.
 """
 
 from __future__ import annotations
@@ -67,10 +69,31 @@ class TantivyTextIndex:
 
     def __init__(self, path: Path, *, writer_heap_bytes: int = 64_000_000) -> None:
         path.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self._schema = _schema()
         self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
-        self._writer = self._index.writer(heap_size=writer_heap_bytes, num_threads=1)
+        self._heap_bytes = writer_heap_bytes
+        self._open_writer: tantivy.IndexWriter | None = None
         self._write_lock = threading.Lock()
+
+    @property
+    def _writer(self) -> tantivy.IndexWriter:
+        """The index's writer, opened on first use (the caller holds the write lock)."""
+        if self._open_writer is None:
+            self._open_writer = self._index.writer(heap_size=self._heap_bytes, num_threads=1)
+        return self._open_writer
+
+    @property
+    def writing(self) -> bool:
+        """Whether the writer (its lock file and threads) is open."""
+        return self._open_writer is not None
+
+    def release_writer(self) -> None:
+        """Close the writer (the next write opens it again); searches go on meanwhile."""
+        with self._write_lock:
+            if self._open_writer is not None:
+                self._open_writer.wait_merging_threads()  # consumes the writer
+                self._open_writer = None
 
     def upsert(self, documents: Sequence[Document]) -> None:
         """Replace (or add) each document by key, in one commit; visible to searches on return."""
@@ -80,7 +103,9 @@ class TantivyTextIndex:
                 self._writer.add_document(self._as_tantivy(document))
             self._commit()
 
-    def delete(self, keys: Sequence[str]) -> None:
+    def delete(self, tenant_id: str, keys: Sequence[str]) -> None:
+        """Remove ``keys`` (absent keys are ignored); a key already names its tenant, so
+        ``tenant_id`` selects nothing more here."""
         with self._write_lock:
             for key in keys:
                 self._writer.delete_documents_by_term("key", key)
@@ -113,8 +138,7 @@ class TantivyTextIndex:
 
     def close(self) -> None:
         """Release the writer's lock (the index stays on disk)."""
-        with self._write_lock:
-            self._writer.wait_merging_threads()  # consumes the writer
+        self.release_writer()
 
     def _commit(self) -> None:
         """Commit the pending changes; if that fails (a full disk), drop them, so the writer does not

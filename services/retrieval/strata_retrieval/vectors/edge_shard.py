@@ -19,7 +19,7 @@ One process owns a shard directory (its WAL is locked).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import qdrant_edge as qe
@@ -129,6 +129,18 @@ class EdgeShardIndex:
             keys.extend(str(record.id) for record in records)
             if offset is None:
                 return keys
+
+    def document_pages(self) -> Iterator[list[Document]]:
+        """Every stored document, every tenant, a page at a time (to rebuild another index)."""
+        offset: qe.PointId | None = None
+        while True:
+            with self._lock:
+                records, offset = self._shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=_SCROLL_PAGE, with_payload=True)
+                )
+            yield [from_payload(record.payload or {}) for record in records]
+            if offset is None:
+                return
 
     def keys_after(self, flt: DocumentFilter, after_key: str, limit: int) -> list[str]:
         # A scroll starts at its offset key itself, which the page leaves out.

@@ -6,7 +6,7 @@ the one place hits are read back from, whichever leg found them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from strata_retrieval.embedding.protocol import Vectors
@@ -35,6 +35,10 @@ class VectorIndex(Protocol):
 
     def keys_matching(self, flt: DocumentFilter) -> list[str]:
         """Every key matching ``flt`` (used to delete by filter in every index alike)."""
+        ...
+
+    def document_pages(self) -> Iterator[list[Document]]:
+        """Every stored document of every tenant, a page at a time (to build another index from)."""
         ...
 
     def keys_after(self, flt: DocumentFilter, after_key: str, limit: int) -> list[str]:

@@ -11,7 +11,7 @@ Writes use ``wait=True``: they return once searchable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import httpx
 from qdrant_client import QdrantClient, models
@@ -151,6 +151,17 @@ class QdrantDenseIndex:
             keys.extend(str(record.id) for record in records)
             if next_offset is None:
                 return keys
+            offset = next_offset  # type: ignore[assignment]  # grpc PointId never comes back over REST
+
+    def document_pages(self) -> Iterator[list[Document]]:
+        offset: models.ExtendedPointId | None = None
+        while True:
+            records, next_offset = self._client.scroll(
+                self._collection, limit=_SCROLL_PAGE, offset=offset, with_payload=True
+            )
+            yield [from_payload(record.payload or {}) for record in records]
+            if next_offset is None:
+                return
             offset = next_offset  # type: ignore[assignment]  # grpc PointId never comes back over REST
 
     def newest(self, flt: DocumentFilter, limit: int) -> list[Document]:

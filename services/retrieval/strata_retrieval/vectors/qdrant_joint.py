@@ -6,9 +6,12 @@ Each point holds the document's payload, its dense embedding (``dense``) and its
 sparse vector (``bm25``). The sparse vectors are built here (:mod:`.bm25`) with Qdrant's own BM25
 (``qdrant_edge.Bm25``: the server's BM25 inference — same tokeniser, English stop words and Snowball
 stemmer — term frequencies saturated with ``k`` and length-normalised with ``b`` against
-``avg_len``), and the collection's sparse vector carries the IDF modifier, so Qdrant multiplies
-each query term by its inverse document frequency over the collection at search time: together,
-BM25. A query's sparse vector has weight 1 per distinct term.
+``avg_len``). A query term's weight is its inverse document frequency among the searching tenant's
+documents only (:mod:`.tenant_idf`, counted over the terms each payload lists; the collection has
+no IDF modifier, which would count every tenant's): together, BM25 whose scores no other tenant's
+writes change. ``avg_len`` is the generation's, pinned when it is built (below). A generation built
+before (with the IDF modifier) is served as it was, every tenant's documents weighing each term,
+until a rebuild.
 
 Hybrid search sends both legs, each with the filter inside its query, in one request
 (``query_batch_points``) and fuses them with Strata's weighted RRF
@@ -28,7 +31,9 @@ store no longer holds.
 
 BM25's ``avg_len`` is, unless configured, the collection's mean document length, measured when a
 generation is built and pinned in it (Qdrant's default 256 for a new, empty collection), so that
-every replica and every stored vector use the same one; a rebuild measures it again.
+every replica and every stored vector use the same one; a rebuild measures it again. It is the one
+statistic measured over every tenant, and it moves only at a rebuild, never with a write; set
+``STRATA_RETRIEVAL_BM25_AVG_LEN`` to make it a constant.
 """
 
 from __future__ import annotations
@@ -51,10 +56,13 @@ from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors import generations, qdrant_rebuild
 from strata_retrieval.vectors.bm25 import (
     DEFAULT_AVG_LEN,
+    IDF_SCOPE,
     SPARSE_NAME,
+    TERMS_FIELD,
     Bm25Params,
     bm25_encoder,
     sparse_vector,
+    with_terms,
 )
 from strata_retrieval.vectors.payload import (
     HNSW_EF,
@@ -63,6 +71,7 @@ from strata_retrieval.vectors.payload import (
 )
 from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex, client_filter
 from strata_retrieval.vectors.qdrant_rebuild import REBUILD_PAGE, Building, Embed
+from strata_retrieval.vectors.tenant_idf import DEFAULT_TTL_SECONDS, TenantIdf
 
 log = logging.getLogger("strata.retrieval.qdrant_server")
 REBUILD_WAIT_SECONDS = 1.0
@@ -83,9 +92,11 @@ class QdrantJointIndex(QdrantDenseIndex):
         api_key: str | None = None,
         bm25: Bm25Params | None = None,
         rebuild_with: Embed | None = None,
+        idf_cache_seconds: float = DEFAULT_TTL_SECONDS,
     ) -> None:
         """``rebuild_with``: when the serving generation was built with another model or other BM25
-        parameters, rebuild it with this embedder (:meth:`rebuild`) instead of refusing it."""
+        parameters, rebuild it with this embedder (:meth:`rebuild`) instead of refusing it.
+        ``idf_cache_seconds``: how long a tenant's term counts are reused (:mod:`.tenant_idf`)."""
         self._manifest = manifest
         self._wanted = bm25 or Bm25Params()
         self._params = replace(self._wanted, avg_len=self._wanted.avg_len or DEFAULT_AVG_LEN)
@@ -93,7 +104,11 @@ class QdrantJointIndex(QdrantDenseIndex):
         self._writes = threading.Lock()  # a write and a rebuild's copy of a page, one at a time
         self._building: Building | None = None
         self._rebuild_with = rebuild_with
+        self._tenant_scoped = True  # False while serving a generation built with the IDF modifier
         super().__init__(url, manifest.embedding_dimension, collection=collection, api_key=api_key)
+        self._idf = TenantIdf(
+            self._client, self._collection, concurrent=not self._local, ttl=idf_cache_seconds
+        )
 
     def _open(self, dimension: int) -> None:
         waited = False
@@ -106,6 +121,13 @@ class QdrantJointIndex(QdrantDenseIndex):
                 return
             found = self._metadata(serving)
             if self._matches(found):
+                self._tenant_scoped = _tenant_scoped(found)
+                if not self._tenant_scoped:
+                    log.warning(
+                        "collection %r weighs BM25 terms by every tenant's documents (built before "
+                        "tenant-scoped IDF) until it is rebuilt: python -m strata_retrieval.rebuild",
+                        self._collection,
+                    )
                 self._params = Bm25Params(**found["bm25"])
                 self._bm25 = bm25_encoder(self._params)
                 return
@@ -122,7 +144,7 @@ class QdrantJointIndex(QdrantDenseIndex):
                 time.sleep(REBUILD_WAIT_SECONDS)
             else:
                 return
-        self.close()  # local mode on disk holds a lock until closed
+        super().close()  # local mode on disk holds a lock until closed
         raise EmbeddingModelMismatch(
             f"Qdrant collection {self._collection!r} was built with {found or 'no recorded model'} but "
             f"the service is configured with {self._pins(self._wanted)}; rebuild it (start once with "
@@ -135,7 +157,7 @@ class QdrantJointIndex(QdrantDenseIndex):
         )
 
     def _pins(self, params: Bm25Params) -> dict[str, Any]:
-        return {**asdict(self._manifest), "bm25": asdict(params)}
+        return {**asdict(self._manifest), "bm25": asdict(params), **IDF_SCOPE}
 
     def _metadata(self, collection: str) -> dict[str, Any]:
         return dict(self._client.get_collection(collection).config.metadata or {})
@@ -163,7 +185,7 @@ class QdrantJointIndex(QdrantDenseIndex):
                         size=self._manifest.embedding_dimension, distance=models.Distance.COSINE
                     )
                 },
-                sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams()},  # IDF: the tenant's
                 metadata=metadata,
             )
         except Exception as failure:
@@ -174,6 +196,9 @@ class QdrantJointIndex(QdrantDenseIndex):
                 ) from failure
             raise
         self._create_payload_indexes(name)
+        if not self._local:
+            terms = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False)
+            self._client.create_payload_index(name, TERMS_FIELD, terms)
 
     @property
     def bm25_params(self) -> Bm25Params:
@@ -235,6 +260,7 @@ class QdrantJointIndex(QdrantDenseIndex):
                 generations.swap(self._client, self._collection, serving, building.collection)
                 self._building = None
                 self._params, self._bm25 = params, building.bm25
+                self._tenant_scoped = True
         except BaseException:
             with self._writes:
                 self._building = None
@@ -267,6 +293,7 @@ class QdrantJointIndex(QdrantDenseIndex):
             self._client.upsert(
                 self._collection, points=self._points(self._bm25, documents, vectors), wait=True
             )
+            self._idf.forget({document.scope.tenant_id for document in documents})
             if self._building is not None:
                 points = self._points(self._building.bm25, documents, vectors)
                 self._client.upsert(self._building.collection, points=points, wait=True)
@@ -274,21 +301,26 @@ class QdrantJointIndex(QdrantDenseIndex):
     def _points(
         self, bm25: qe.Bm25, documents: Sequence[Document], vectors: Vectors
     ) -> list[models.PointStruct]:
-        return [
-            models.PointStruct(
-                id=doc.key,
-                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: sparse_vector(bm25, doc.full_text)},
-                payload=to_payload(doc),
+        points = []
+        for doc, row in zip(documents, vectors, strict=True):
+            sparse = sparse_vector(bm25, doc.full_text)
+            vector = {VECTOR_NAME: row.tolist(), SPARSE_NAME: sparse}
+            points.append(
+                models.PointStruct(id=doc.key, vector=vector, payload=with_terms(to_payload(doc), sparse))
             )
-            for doc, row in zip(documents, vectors, strict=True)
-        ]
+        return points
 
     def delete(self, keys: Sequence[str]) -> None:
         with self._writes:
             super().delete(keys)
+            self._idf.forget(None)
             if self._building is not None and keys:
                 selector = models.PointIdsList(points=list(keys))
                 self._client.delete(self._building.collection, points_selector=selector, wait=True)
+
+    def close(self) -> None:
+        self._idf.close()
+        super().close()
 
     def search_text(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
         request = self._text_request(text, flt, limit)
@@ -331,8 +363,13 @@ class QdrantJointIndex(QdrantDenseIndex):
         query = self._bm25.embed_query(" ".join(query_words(text)))
         if not query.indices or limit <= 0:
             return None
+        terms = sorted(set(query.indices))
+        if self._tenant_scoped:
+            weights = self._idf.weights(flt.tenant_id, terms)
+        else:  # an older generation's IDF modifier weighs each term, by every tenant's documents
+            weights = dict.fromkeys(terms, 1.0)
         return models.QueryRequest(
-            query=models.SparseVector(indices=list(query.indices), values=list(query.values)),
+            query=models.SparseVector(indices=list(weights), values=list(weights.values())),
             using=SPARSE_NAME,
             filter=client_filter(flt),
             limit=limit,
@@ -351,7 +388,7 @@ class SparseTextLeg:
     def upsert(self, documents: Sequence[Document]) -> None:
         """Nothing to do: the points already carry their sparse vectors."""
 
-    def delete(self, keys: Sequence[str]) -> None:
+    def delete(self, tenant_id: str, keys: Sequence[str]) -> None:
         """Nothing to do: deleting a point deleted its sparse vector."""
 
     def search(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
@@ -362,6 +399,11 @@ class SparseTextLeg:
 
     def close(self) -> None:
         """The index owns the connection and closes it."""
+
+
+def _tenant_scoped(metadata: dict[str, Any]) -> bool:
+    """Whether a generation was built for tenant-scoped IDF (no IDF modifier, terms listed)."""
+    return all(metadata.get(key) == value for key, value in IDF_SCOPE.items())
 
 
 def _scored(response: models.QueryResponse) -> list[ScoredKey]:

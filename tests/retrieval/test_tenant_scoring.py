@@ -1,0 +1,112 @@
+"""Tenant-scoped scoring, through a real RetrievalService on each engine: a tenant's search scores and
+order depend only on its own documents. Another tenant loading documents that share (or skew) the
+query's words, and differ in length, leaves every score of the first tenant's searches unchanged —
+BM25's document frequencies, document count and mean length are the tenant's own.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from strata.retrieval.v1 import retrieval_pb2 as pb
+from strata_retrieval.conversions import document_from_pb
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.text_index import TantivyTextIndex
+from strata_retrieval.text_tenants import LEGACY_TEXT_FOLDER, TEXT_FOLDER
+from tests.retrieval.service_fixtures import ENGINES, MEMORIES, T0, Service, passage, running_service, search
+
+QUERIES = ("green tea in the morning", "cat keyboard", "hiking trip Alps", "nurse hospital tea")
+
+
+def _other_tenant() -> list[pb.Document]:
+    """Documents of another tenant that would shift index-wide statistics: the query words made
+    common (IDF down), rare words everywhere else, and long texts (mean length up)."""
+    filler = " ".join(f"word{i}" for i in range(120))
+    return [
+        passage(f"noise-{i}", f"green tea cat tea morning {filler} hospital", tenant_id="tenant-2")
+        for i in range(40)
+    ] + [passage(f"long-{i}", f"{filler} {filler}", tenant_id="tenant-2") for i in range(40)]
+
+
+async def _scores(service: Service, mode: pb.SearchMode.ValueType) -> list[list[tuple[str, float]]]:
+    """Each query's hits as (id, that mode's score) in order."""
+    found = []
+    for query in QUERIES:
+        response = await service.stub.Search(search(query, mode=mode, top_k=8))
+        found.append(
+            [
+                (hit.document.id, hit.fts_score if mode == pb.SEARCH_MODE_FTS else hit.rrf_score)
+                for hit in response.hits
+            ]
+        )
+    return found
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+async def test_another_tenants_documents_change_no_score(
+    engine: str, tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    async with running_service(tmp_path / "data", embedder, **ENGINES[engine]) as service:
+        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
+        fts_alone = await _scores(service, pb.SEARCH_MODE_FTS)
+        hybrid_alone = await _scores(service, pb.SEARCH_MODE_HYBRID)
+        assert all(fts_alone), "every query finds something by its words"
+
+        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=_other_tenant()))
+
+        assert await _scores(service, pb.SEARCH_MODE_FTS) == fts_alone
+        assert await _scores(service, pb.SEARCH_MODE_HYBRID) == hybrid_alone
+        hybrid = await service.stub.Search(search(QUERIES[0], top_k=8))
+        other = await service.stub.Search(search(QUERIES[0], top_k=8, tenant_id="tenant-2"))
+        assert {hit.document.id for hit in hybrid.hits}.isdisjoint(hit.document.id for hit in other.hits)
+
+
+async def test_a_shared_text_index_of_an_older_version_becomes_one_per_tenant(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    """A data folder laid out before tenant-scoped BM25 (one ``text/`` index for every tenant) is
+    moved at start: each tenant's documents into its own index, from the vector index's documents,
+    and the shared index removed."""
+    data = tmp_path / "data"
+    other = [passage("o-1", "green tea for the other tenant", tenant_id="tenant-2")]
+    async with running_service(data, embedder) as service:
+        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[*MEMORIES, *other]))
+        before = await _scores(service, pb.SEARCH_MODE_FTS)
+    shutil.rmtree(data / TEXT_FOLDER)  # as an older version left it: the shared index only
+    shared = TantivyTextIndex(data / LEGACY_TEXT_FOLDER)
+    shared.upsert([document_from_pb(MEMORIES[0], "documents[0]", lambda: T0)])
+    shared.close()
+
+    async with running_service(data, embedder) as service:
+        assert not (data / LEGACY_TEXT_FOLDER).exists()
+        assert await _scores(service, pb.SEARCH_MODE_FTS) == before
+        found = await service.stub.Search(search("green tea", mode=pb.SEARCH_MODE_FTS, tenant_id="tenant-2"))
+        assert [hit.document.id for hit in found.hits] == ["o-1"]
+
+
+async def test_server_engine_counts_a_tenants_terms_again_only_after_its_own_writes(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    settings = ENGINES["server"] | {"idf_cache_seconds": 3600.0}
+    async with running_service(tmp_path / "data", embedder, **settings) as service:
+        assert service.app.engine is not None
+        idf = service.app.engine.text_leg._index._idf  # type: ignore[attr-defined]  # the server's
+        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
+        first = await _scores(service, pb.SEARCH_MODE_FTS)
+        counted = idf.counted
+        assert await _scores(service, pb.SEARCH_MODE_FTS) == first
+        assert idf.counted == counted, "the same terms again: nothing counted"
+
+        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=_other_tenant()))
+        assert await _scores(service, pb.SEARCH_MODE_FTS) == first
+        assert idf.counted == counted, "another tenant's writes leave this one's counts"
+
+        tea = passage("p-tea-2", "green tea again, and more tea")
+        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[tea]))
+        again = await _scores(service, pb.SEARCH_MODE_FTS)
+        assert idf.counted > counted
+        assert again[0] != first[0]
+        assert "p-tea-2" in [key for key, _ in again[0]]

@@ -19,7 +19,7 @@ INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-cluster run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check browser coverage-branches mutation docs node mcp-inspector buf-check proto-baseline bench bench-large bench-quality bench-locomo clean
+        client client-check browser coverage-branches mutation docs node mcp-inspector buf-check proto-baseline bench bench-large bench-quality bench-locomo bench-tenants clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -137,6 +137,9 @@ bench-quality: install ## SciFact quality (nDCG@10, Recall@100) per mode, embedd
 bench-locomo: install ## LoCoMo evidence recall through conversation_search; then both engines side by side
 	$(PY) -m bench.locomo.recall
 	$(PY) -m bench.locomo.engines --engine both
+
+bench-tenants: install ## a quiet tenant beside each single-tenant flood (~5 min; also in make bench): bench/results/tenant_isolation.json
+	$(PY) -m bench.tenant_isolation
 
 clean: ## remove the virtual environment, caches and local data
 	rm -rf $(VENV) .data .cache .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .grimp_cache

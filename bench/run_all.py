@@ -5,6 +5,8 @@
     python -m bench.run_all --large      # make bench-large: 10k, 100k and 1M documents (perf_large.json)
     python -m bench.run_all --report-only
 
+The tenant-isolation scenario (``bench/tenant_isolation``: a quiet tenant beside each single-tenant
+flood) runs after it and also writes ``bench/results/tenant_isolation.json``.
 SearchMessages at LoCoMo scale (``bench/search/messages_p50.py``: p50 first asked and asked again,
 against RetrievalService alone, the gRPC floor and the embedder alone) also writes
 ``bench/results/search_messages.json`` under ``served``.
@@ -37,6 +39,8 @@ from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
 from bench.replicas import scenario as replicas
 from bench.search import messages_p50
+from bench.tenant_isolation import run as tenant_isolation
+from bench.tenant_isolation.floods import KINDS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORK = Path(".cache/bench/work")
@@ -118,6 +122,17 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     if not quick and "skipped" not in results["replicas"]:
         (RESULTS / "replicas.json").write_text(
             json.dumps(results["replicas"], indent=1) + "\n", encoding="utf-8"
+        )
+    results["tenant_isolation"] = tenant_isolation.measure(rounds=5 if quick else 40, floods=KINDS)
+    if not quick:
+        (RESULTS / "tenant_isolation.json").write_text(
+            json.dumps(
+                results["tenant_isolation"]
+                | {"meta": results["tenant_isolation"]["meta"] | {"command": "make bench"}},
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
         )
     command = "make bench" + (" (python -m bench.run_all --quick)" if quick else "")
     results["meta"] = _meta(command, started, load_before, ticks) | {"durations": times.__dict__}

@@ -8,6 +8,7 @@ from typing import Any
 
 from bench.perf import ingest_report, memory_report, plots, replicas_report
 from bench.perf.host import NOTICEABLE_STEAL_PERCENT
+from bench.tenant_isolation import report as tenant_isolation_report
 
 BENCH = Path(__file__).resolve().parent.parent
 FINDINGS = Path(__file__).resolve().parent / "findings.md"  # hand-written reading of the latest run
@@ -256,6 +257,13 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
             "## MemoryService replicas on PostgreSQL",
             "",
             *replicas_report.section(perf["replicas"]),
+        ]
+    if "tenant_isolation" in perf:
+        text += [
+            "",
+            "## Tenant isolation: a quiet tenant beside one noisy tenant",
+            "",
+            *tenant_isolation_report.section(perf["tenant_isolation"]),
         ]
     if large:
         text += [

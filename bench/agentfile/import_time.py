@@ -32,15 +32,12 @@ from typing import Any
 import grpc
 
 from bench.agentfile.generated import generated_file
+from bench.servers import ServicePair
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata.retrieval.v1 import retrieval_pb2_grpc
-from strata_memory.main import start_memory_server
-from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT / "tests" / "data" / "agentfile"
@@ -97,23 +94,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agentfile-bench-") as tmp:
         folder = Path(tmp)
         embedder = OnnxSentenceEmbedder.load(folder / "models", threads=2, batch_size=32)
-        retrieval = RetrievalApp(
-            RetrievalSettings(address="127.0.0.1:0", data_dir=folder / "retrieval", log_json=False),
-            embedder=embedder,
-        )
-        await retrieval.start()
-        memory = await start_memory_server(
-            MemorySettings(
-                address="127.0.0.1:0",
-                database_url=f"sqlite:///{folder}/memory.sqlite3",
-                retrieval_address=f"127.0.0.1:{retrieval.server.port}",
-            )
-        )
+        pair = ServicePair(folder, embedder=embedder, quick_retries=False)
+        await pair.start()
         try:
-            retrieval_address = f"127.0.0.1:{retrieval.server.port}"
             async with (
-                grpc.aio.insecure_channel(memory.address, options=ANY_SIZE) as channel,
-                grpc.aio.insecure_channel(retrieval_address) as retrieval_channel,
+                grpc.aio.insecure_channel(pair.memory_address, options=ANY_SIZE) as channel,
+                grpc.aio.insecure_channel(pair.retrieval_address) as retrieval_channel,
             ):
                 stubs = Stubs(
                     memory_service_pb2_grpc.MemoryServiceStub(channel),
@@ -125,8 +111,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await measure(f"generated ({args.messages} messages)", generated, stubs, args.runs),
                 ]
         finally:
-            await memory.stop(0)
-            await retrieval.stop()
+            await pair.stop()
     return {"command": "python -m bench.agentfile.import_time", "cpus": os.cpu_count(), "results": results}
 
 

@@ -39,12 +39,9 @@ from bench.locomo import recall as locomo
 from bench.locomo import services as served
 from bench.perf.serve import bench_precision
 from bench.scifact.quality import EmbeddedOnce
+from bench.servers import ServicePair
 from strata.memory.v1 import memory_service_pb2_grpc
-from strata_memory.main import start_memory_server
-from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex
 
 ENGINES: dict[str, dict[str, Any]] = {
@@ -85,29 +82,22 @@ def recall(questions: Sequence[Any], ranked: Mapping[tuple[str, int], list[str]]
 
 async def run_engine(name: str, embedder: EmbeddedOnce, questions: Sequence[Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"locomo-{name}-") as tmp:
-        retrieval = RetrievalApp(
-            RetrievalSettings(
-                address="127.0.0.1:0", data_dir=Path(tmp) / "retrieval", log_json=False, **ENGINES[name]
-            ),
+        pair = ServicePair(
+            Path(tmp),
             embedder=embedder,
+            retrieval_settings=ENGINES[name],
+            memory_settings={"log_json": False, **served.BENCH_SETTINGS},
+            quick_retries=False,
         )
-        await retrieval.start()
-        memory = await start_memory_server(
-            MemorySettings(
-                address="127.0.0.1:0",
-                database_url=f"sqlite:///{tmp}/memory.sqlite3",
-                retrieval_address=f"127.0.0.1:{retrieval.server.port}",
-                log_json=False,
-                **served.BENCH_SETTINGS,
-            )
-        )
+        await pair.start()
         try:
-            async with grpc.aio.insecure_channel(memory.address) as channel:
+            async with grpc.aio.insecure_channel(pair.memory_address) as channel:
                 stub = memory_service_pb2_grpc.MemoryServiceStub(channel)
                 started = time.perf_counter()
                 corpora = {conv: await served.load_conversation(stub, conv) for conv in conversations()}
                 result: dict[str, Any] = {"index_seconds": round(time.perf_counter() - started, 1)}
-                engine = retrieval.engine
+                assert pair.retrieval is not None
+                engine = pair.retrieval.engine
                 assert engine is not None
                 if name == "server":
                     started = time.perf_counter()
@@ -130,8 +120,7 @@ async def run_engine(name: str, embedder: EmbeddedOnce, questions: Sequence[Any]
                 result["modes"] = {mode: recall(questions, ranked[mode]) for mode in MODES}
                 return result
         finally:
-            await memory.close()
-            await retrieval.stop()
+            await pair.stop()
 
 
 def markdown(report: Mapping[str, Any]) -> str:

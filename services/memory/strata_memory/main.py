@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import grpc
+from grpc_health.v1 import health_pb2
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
@@ -21,7 +23,7 @@ from strata_memory.admin_servicer import AdminServicer
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
-from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED, agent_file_bytes
+from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED, admission_methods, agent_file_bytes
 from strata_memory.metrics import DeliveryMetrics, OutboxCollector
 from strata_memory.operations.agent_files import AgentFiles
 from strata_memory.operations.agents import Agents
@@ -37,13 +39,17 @@ from strata_memory.operations.parked_jobs import ParkedJobs
 from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.operations.purge import Purger
 from strata_memory.operations.search import LegWeights, Search
+from strata_memory.operations.store_health import StoreWatch
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.servicer import MemoryServicer
 from strata_memory.settings import MemorySettings
 from strata_memory.store.database import Database
 from strata_memory.store.notices import JobNotices
+from strata_memory.store.postgres_session import SessionLimits
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.entry_point import run_service
+from strata_serving.fair_admission import AdmissionInterceptor, MethodRule
+from strata_serving.fair_share import FairShare, PoolLimits
 from strata_serving.server import GrpcServer
 from strata_serving.tls import channel_credentials, server_tls
 
@@ -67,6 +73,8 @@ class MemoryServer:
     """Wakes the outbox worker when another replica commits jobs (PostgreSQL LISTEN/NOTIFY)."""
     pruner: RequestPruner
     """Deletes the request_id records of idempotent writes after 24 hours."""
+    store_watch: StoreWatch
+    """Probes the store; health is NOT_SERVING while it cannot be reached."""
 
     @property
     def address(self) -> str:
@@ -77,6 +85,7 @@ class MemoryServer:
         await self.close()
 
     async def close(self) -> None:
+        await self.store_watch.stop()
         await self.pruner.stop()
         await self.notices.stop()
         await self.outbox.stop()
@@ -108,6 +117,7 @@ def build_operations(
             settings.recall_rrf_k,
             settings.recall_candidate_depth,
         ),
+        query_periods=settings.recall_query_periods,
     )
     return MemoryOperations(
         agents=Agents(database, prompts),
@@ -115,7 +125,6 @@ def build_operations(
         files=Files(database, prompts),
         messages=Messages(database, outbox),
         prompts=prompts,
-        query_periods=settings.recall_query_periods,
         tools=ToolRunner(database, prompts, clock, ExternalTools(archives, search, outbox, clock)),
         archives=archives,
         search=search,
@@ -126,6 +135,7 @@ def build_operations(
             context_legs=settings.recall_context_legs,
             max_request_bytes=settings.retrieval_max_message_bytes,
             streams_per_tenant=settings.reindex_streams_per_tenant,
+            duty_cycle=settings.reindex_duty_cycle,
         ),
         index_queue=outbox,
         agent_files=AgentFiles(
@@ -140,7 +150,15 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
 
     RetrievalService need not be up: writes are kept in the outbox until it is reachable.
     """
-    database = Database(settings.database_url, max_workers=settings.db_workers)
+    database = Database(
+        settings.database_url,
+        max_workers=settings.db_workers,
+        limits=SessionLimits(
+            lock_seconds=settings.store_lock_timeout_seconds,
+            statement_seconds=settings.store_statement_timeout_seconds,
+            idle_in_transaction_seconds=settings.store_idle_in_transaction_seconds,
+        ),
+    )
     await asyncio.get_running_loop().run_in_executor(None, database.migrate)
     registry = CollectorRegistry(auto_describe=True)
     metrics_on = settings.metrics_address is not None
@@ -187,7 +205,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         settings.address,
         service_names=[SERVICE_NAME, *([ADMIN_SERVICE_NAME] if admin is not None else [])],
         register=register,
-        extra_interceptors=_auth_interceptors(settings, database),
+        extra_interceptors=[*_auth_interceptors(settings, database), *_admission(settings)],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", RESPONSE_BYTES_UNBOUNDED),
@@ -206,7 +224,24 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     pruner = RequestPruner(database)
     pruner.start()
     await server.mark_serving()
-    return MemoryServer(server, database, outbox, retrieval, notices, pruner)
+    store_watch = StoreWatch(database, _health_of(server), every_seconds=settings.store_probe_seconds)
+    store_watch.start()
+    return MemoryServer(server, database, outbox, retrieval, notices, pruner, store_watch)
+
+
+def _health_of(server: GrpcServer) -> Callable[[bool], Awaitable[None]]:
+    """What the store watch reports becomes every service's health (ignored once shutting down)."""
+
+    async def report(reachable: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if reachable
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ("", *server.service_names):
+            await server.health.set(name, status)
+
+    return report
 
 
 def _auth_interceptors(settings: MemorySettings, database: Database) -> list[AuthInterceptor]:
@@ -222,6 +257,23 @@ def _auth_interceptors(settings: MemorySettings, database: Database) -> list[Aut
     )
     authenticator = MemoryAuthenticator(database, _secret(settings.admin_api_key))
     return [AuthInterceptor(authenticator, policy)]
+
+
+def _admission(settings: MemorySettings) -> list[AdmissionInterceptor]:
+    """Per-tenant fair pools and request sizes (strata_memory.limits), after authentication."""
+    if not settings.admission:
+        return []
+    configured = {
+        "searches": settings.admission_searches,
+        "writes": settings.admission_writes,
+        "bulk": settings.admission_bulk,
+    }
+    pools = {name: FairShare(name, PoolLimits(*limits)) for name, limits in configured.items()}
+    rules = {
+        f"/{SERVICE_NAME}/{method}": MethodRule(size, pool)
+        for method, (size, pool) in admission_methods(settings.max_message_bytes).items()
+    }
+    return [AdmissionInterceptor(rules, pools)]
 
 
 def _secret(value: SecretStr | None) -> str | None:

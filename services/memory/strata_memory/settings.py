@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES
+from strata_memory.limits import ADMISSION_POOLS, DEFAULT_RETRIEVAL_MESSAGE_BYTES
 from strata_serving.key_strength import check_key
 from strata_serving.settings import ServingSettings
 
@@ -24,6 +24,19 @@ class MemorySettings(ServingSettings):
     """SQLAlchemy URL of the store: a SQLite file by default, ``postgresql+psycopg://…`` to share."""
     db_workers: int = 4
     """Threads that run store transactions off the event loop."""
+    store_lock_timeout_seconds: float = Field(default=10.0, ge=0)
+    """PostgreSQL ``lock_timeout``: longest wait for one row lock; past it the write fails ABORTED
+    (STORE_CONFLICT, retry) instead of queueing behind the holder without end. 0: no limit."""
+    store_statement_timeout_seconds: float = Field(default=30.0, ge=0)
+    """PostgreSQL ``statement_timeout``: longest one statement runs. A call's statements get at most
+    what its deadline has left, so a lock wait its caller gave up on is cancelled. 0: only the deadline."""
+    store_idle_in_transaction_seconds: float = Field(default=10.0, ge=0)
+    """PostgreSQL ``idle_in_transaction_session_timeout``: a session inside a transaction that sends
+    nothing for this long is ended and its locks released (a replica whose link froze mid-write holds
+    the others' writes at most this long). 0: no limit."""
+    store_probe_seconds: float = Field(default=5.0, gt=0)
+    """How often the store is probed (a fresh connection and ``SELECT 1``). A probe that fails or is
+    not answered within this long turns health NOT_SERVING until one succeeds again."""
     shutdown_grace_seconds: float = 5.0
     """On SIGTERM, after the drain period: let calls in flight finish for this long."""
     retrieval_address: str = "127.0.0.1:50052"
@@ -76,6 +89,9 @@ class MemorySettings(ServingSettings):
     recall_context_legs: Literal["text", "vector", "both"] = "text"
     """Which legs of a recall search read those turns (after the message's own text). In the vector
     leg they made a reply embed like the turn it answers, so the two competed for the same queries."""
+    recall_query_periods: bool = True
+    """A recall query naming a day or month with its year ("… on 8 May, 2023?") and sent without a
+    time range searches the messages said in that period (``strata_memory.operations.search``)."""
 
     # Security (docs/security.md). Off by default so `make run` stays one command.
     auth_enabled: bool = False
@@ -89,9 +105,6 @@ class MemorySettings(ServingSettings):
     """PEM certificate chain; with ``tls_key_file`` the port accepts TLS only."""
     tls_key_file: Path | None = None
     tls_client_ca_file: Path | None = None
-    recall_query_periods: bool = True
-    """A recall query naming a day or month with its year ("… on 8 May, 2023?") and sent without a
-    time range searches the messages said in that period (``strata_memory.operations.search``)."""
     """PEM CA bundle; when set, every client must present a certificate it signed (mTLS)."""
     retrieval_tls_root_cert: Path | None = None
     """CA that signed RetrievalService's certificate; setting it (or a client cert) turns TLS on."""
@@ -114,6 +127,19 @@ class MemorySettings(ServingSettings):
     searches_per_tenant: int = Field(default=8, ge=0)
     """Searches (each embeds a query in RetrievalService) one tenant may have in flight; beyond it
     a call fails at once with RESOURCE_EXHAUSTED (reason TENANT_CONCURRENCY_LIMIT). 0: no limit."""
+    admission_searches: tuple[int, int, int] = ADMISSION_POOLS["searches"]
+    """SearchArchival and SearchMessages: (running at once in all, running per tenant, waiting per
+    tenant). A call past its tenant's running share waits; waiting tenants take turns (round robin);
+    past the waiting bound it fails at once (RESOURCE_EXHAUSTED, TENANT_CONCURRENCY_LIMIT). JSON in
+    the environment: ``[2, 1, 8]``. Applies while ``admission`` is on."""
+    admission_writes: tuple[int, int, int] = ADMISSION_POOLS["writes"]
+    """The same for every method that writes (Create…, Update…, Delete…, Attach…, Detach…, appends,
+    ExecuteTool, imports, Purge)."""
+    admission_bulk: tuple[int, int, int] = ADMISSION_POOLS["bulk"]
+    """The same for Reindex streams (held for the whole stream)."""
+    reindex_duty_cycle: float = Field(default=0.5, gt=0, le=1)
+    """Share of its time a Reindex stream spends re-embedding: after each batch it pauses so other
+    tenants' searches and writes get the CPU (0.5: a pause as long as the batch; 1: no pause)."""
 
     @model_validator(mode="after")
     def _auth_needs_keys(self) -> MemorySettings:

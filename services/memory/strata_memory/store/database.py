@@ -17,7 +17,9 @@ a function of the database alone, so running it again is safe): a deadlock (two 
 same rows in opposite orders) or a serialisation failure, and a unique violation between a
 transaction's check and its insert (another replica committed the same label first): re-run, the
 check sees the committed row and raises the same typed error as on SQLite. Reads run at REPEATABLE
-READ, one snapshot per call, as SQLite's read transactions do.
+READ, one snapshot per call, as SQLite's read transactions do. Every PostgreSQL session has a lock
+timeout, a statement timeout bounded by the call's deadline and an idle-in-transaction timeout
+(``store.postgres_session``), so a stuck replica cannot hold the others' writes for long.
 
 On SQLite, writes sent with ``write_together`` (appends of messages) that queue meanwhile share one
 transaction and one commit, a savepoint each (see ``write_together``). What a refused write becomes
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import threading
@@ -39,11 +42,12 @@ from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Engine, NullPool, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from strata_memory.store.failures import sqlstate, storage_failure, worth_rerunning
+from strata_memory.store.postgres_session import SessionLimits
 from strata_serving import tracing
 
 T = TypeVar("T")
@@ -51,6 +55,7 @@ W = TypeVar("W")
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK = 0x5354_5241_5441  # "STRATA": one replica migrates at a time (pg_advisory_xact_lock)
+_PROBE_CONNECT_SECONDS = 5
 log = logging.getLogger("strata.store")
 
 
@@ -68,14 +73,31 @@ class _Shared:
 class Database:
     """One engine for reads and one for writes over the same URL, plus the executor they run in."""
 
-    def __init__(self, url: str, *, max_workers: int = 4, busy_timeout_ms: int = 10_000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_workers: int = 4,
+        busy_timeout_ms: int = 10_000,
+        limits: SessionLimits | None = None,
+    ) -> None:
         self.url = url
         self.backend = make_url(url).get_backend_name()
         self.is_sqlite = self.backend == "sqlite"
+        self.limits = limits if limits is not None else SessionLimits()
         if self.is_sqlite:
             _ensure_parent_dir(url)
+        else:
+            url = self.limits.session_url(url)
         self._reader = self._engine(url, immediate=False, busy_timeout_ms=busy_timeout_ms)
         self._writer = self._engine(url, immediate=True, busy_timeout_ms=busy_timeout_ms)
+        self._prober = (
+            self._reader
+            if self.is_sqlite
+            else create_engine(
+                url, poolclass=NullPool, connect_args={"connect_timeout": _PROBE_CONNECT_SECONDS}
+            )
+        )
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="strata-db")
         self._write_lock = threading.RLock()  # SQLite: this process's writers queue here (``writing``)
         self._busy_timeout_s = busy_timeout_ms / 1000
@@ -102,6 +124,7 @@ class Database:
             if self.is_sqlite:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
             else:
+                SessionLimits.lift(connection)
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
@@ -112,6 +135,8 @@ class Database:
         with self._reader.connect() as connection, connection.begin():
             if self.is_sqlite:
                 connection.exec_driver_sql("BEGIN")
+            else:
+                self.limits.bound_to_deadline(connection)
             yield connection
 
     @contextlib.contextmanager
@@ -126,6 +151,8 @@ class Database:
         with self._write_queue(), self._writer.connect() as connection, connection.begin():
             if self.is_sqlite:
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                self.limits.bound_to_deadline(connection)
             yield connection
 
     @contextlib.contextmanager
@@ -282,7 +309,8 @@ class Database:
         mode = "read" if runner == self._in_reading else "write"
         try:
             with tracing.child_span("store.transaction", mode=mode):
-                return await loop.run_in_executor(self._executor, functools.partial(runner, work))
+                call = contextvars.copy_context()  # the store thread sees the call's deadline
+                return await loop.run_in_executor(self._executor, call.run, functools.partial(runner, work))
         except DBAPIError as failure:
             translated = storage_failure(failure)
             if translated is None:
@@ -290,10 +318,17 @@ class Database:
             log.warning("store refused a transaction: %s", translated.reason)
             raise translated from failure
 
+    def probe(self) -> None:
+        """Raise unless the store answers ``SELECT 1`` on a new connection (PostgreSQL: never a pooled
+        one, whose link may be the one that froze). Blocking; the caller bounds how long it waits."""
+        with self._prober.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
     def close(self) -> None:
         self._executor.shutdown(wait=True)
         self._reader.dispose()
         self._writer.dispose()
+        self._prober.dispose()
 
 
 class WriteGivenUp(Exception):  # not an error: the caller left before the commit

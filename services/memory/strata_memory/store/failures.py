@@ -16,6 +16,9 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalErr
 from strata_serving.errors import Aborted, InvalidArgument, ResourceExhausted, StrataError, Unavailable
 
 RERUN_SQLSTATES = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+LOCK_NOT_AVAILABLE = "55P03"  # lock_timeout
+QUERY_CANCELED = "57014"  # statement_timeout (or the call's deadline, store.postgres_session)
+IDLE_IN_TRANSACTION_TIMEOUT = "25P03"  # this session sat idle in a transaction and was ended
 UNIQUE_VIOLATION = "23505"
 MAX_RUNS = 8
 """Runs of a write transaction that keeps meeting a concurrent conflict before it is ABORTED."""
@@ -78,8 +81,10 @@ def postgres_failure(failure: DBAPIError) -> StrataError | None:
 
     Input PostgreSQL cannot hold (a NUL character, which SQLite stores) is INVALID_ARGUMENT until the
     domain refuses it on both backends; a deadlock or serialisation failure that outlasted the re-runs
-    is ABORTED (retry); a full disk is RESOURCE_EXHAUSTED; a server that is down,
-    restarting, out of connections or shutting down is UNAVAILABLE (retryable).
+    is ABORTED (retry), and so is a row lock held by another transaction past ``lock_timeout``; a full
+    disk is RESOURCE_EXHAUSTED; a server that is down, restarting, out of connections or shutting down,
+    a statement cancelled by ``statement_timeout`` and a session ended for idling in a transaction are
+    UNAVAILABLE (retryable).
     """
     state = sqlstate(failure)
     if isinstance(failure, DataError) and "NUL" in str(failure.orig):
@@ -93,12 +98,20 @@ def postgres_failure(failure: DBAPIError) -> StrataError | None:
             f"{MAX_RUNS} tries: the write was not made; retry",
             metadata={"sqlstate": state},
         )
+    if state == LOCK_NOT_AVAILABLE:
+        return StoreConflict(
+            "a row this write needs stayed locked by another transaction past the store's lock_timeout: "
+            "the write was not made; retry",
+            metadata={"sqlstate": state},
+        )
     if state == "53100":
         return StoreFull("the memory store's disk is full: the write was not made; free space and retry")
-    if isinstance(failure, OperationalError) and (not state or state.startswith(("08", "53", "57P"))):
+    if state in (QUERY_CANCELED, IDLE_IN_TRANSACTION_TIMEOUT) or (
+        isinstance(failure, OperationalError) and (not state or state.startswith(("08", "53", "57P")))
+    ):
         return StoreUnavailable(
-            "the memory store (PostgreSQL) cannot be reached or is not taking work: "
-            "the write was not made; retry",
+            "the memory store (PostgreSQL) cannot be reached, is not taking work, or did not finish in "
+            "time (statement_timeout or the call's deadline): the write was not made; retry",
             metadata={"sqlstate": state or "connection"},
         )
     return None

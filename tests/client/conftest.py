@@ -11,17 +11,12 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from strata.cli.main import main
 from strata.client import AsyncMemoryClient, MemoryClient
-from strata_memory.main import start_memory_server
-from strata_memory.settings import MemorySettings
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
-from tests.servers import LoopThread
+from tests.servers import LoopThread, ServicePair
 
 Strata = Callable[..., tuple[int, str, str]]
 """Runs the CLI in-process: ``strata(*args)`` -> (exit code, stdout, stderr)."""
@@ -35,44 +30,31 @@ def server_loop() -> Iterator[LoopThread]:
 
 
 @pytest.fixture(scope="session")
-def retrieval_target(server_loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The address of the shared RetrievalService."""
-    root = tmp_path_factory.mktemp("retrieval")
-    settings = RetrievalSettings(
-        address="127.0.0.1:0",
-        data_dir=root / "data",
-        model_cache_dir=root / "models",
-        workers=2,
-        grace_seconds=0,
-        log_json=False,
+def services(server_loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServicePair]:
+    """The shared pair; each service is started by the first test that needs it."""
+    root = tmp_path_factory.mktemp("services")
+    pair = ServicePair(
+        root,
+        retrieval_settings={"model_cache_dir": root / "models", "workers": 2, "grace_seconds": 0},
+        memory_settings={"outbox_max_backoff_seconds": 0.5, "log_json": False},
+        quick_retries=False,
     )
-
-    async def start() -> RetrievalApp:
-        app = RetrievalApp(settings)
-        await app.start()
-        return app
-
-    app = server_loop.run(start())
-    yield app.address
-    server_loop.run(app.stop())
+    yield pair
+    server_loop.run(pair.stop())
 
 
 @pytest.fixture(scope="session")
-def memory_target(
-    server_loop: LoopThread, retrieval_target: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def retrieval_target(server_loop: LoopThread, services: ServicePair) -> str:
+    """The address of the shared RetrievalService."""
+    server_loop.run(services.start_retrieval())
+    return services.retrieval_address
+
+
+@pytest.fixture(scope="session")
+def memory_target(server_loop: LoopThread, services: ServicePair, retrieval_target: str) -> str:
     """The address of the shared MemoryService, which indexes into the shared RetrievalService."""
-    database: Path = tmp_path_factory.mktemp("memory") / "memory.sqlite3"
-    settings = MemorySettings(
-        address="127.0.0.1:0",
-        database_url=f"sqlite:///{database}",
-        retrieval_address=retrieval_target,
-        outbox_max_backoff_seconds=0.5,
-        log_json=False,
-    )
-    server = server_loop.run(start_memory_server(settings))
-    yield server.address
-    server_loop.run(server.stop(0))
+    server_loop.run(services.start_memory())
+    return services.memory_address
 
 
 @pytest.fixture

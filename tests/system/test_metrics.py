@@ -21,11 +21,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
-from strata_memory.main import MemoryServer, start_memory_server
-from strata_memory.settings import MemorySettings
+from strata_memory.main import MemoryServer
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
+from tests.servers import ServicePair
 
 SEARCH_ARCHIVAL = {
     "grpc_type": "unary",
@@ -61,25 +60,19 @@ class Measured:
 
 @pytest.fixture
 async def measured(tmp_path: Path, system_embedder: OnnxSentenceEmbedder) -> AsyncIterator[Measured]:
-    retrieval = RetrievalApp(
-        RetrievalSettings(
-            address="127.0.0.1:0", data_dir=tmp_path / "r", metrics_address="127.0.0.1:0", log_json=False
-        ),
+    metrics = {"metrics_address": "127.0.0.1:0"}
+    memory_settings = {**metrics, "outbox_max_backoff_seconds": 0.5}
+    pair = ServicePair(
+        tmp_path,
         embedder=system_embedder,
+        retrieval_settings=metrics,
+        memory_settings=memory_settings,
+        quick_retries=False,
     )
-    await retrieval.start()
-    memory = await start_memory_server(
-        MemorySettings(
-            address="127.0.0.1:0",
-            database_url=f"sqlite:///{tmp_path}/m.sqlite3",
-            retrieval_address=retrieval.address,
-            metrics_address="127.0.0.1:0",
-            outbox_max_backoff_seconds=0.5,
-        )
-    )
-    yield Measured(memory, retrieval)
-    await memory.stop(0)
-    await retrieval.stop()
+    async with pair:
+        assert pair.memory is not None
+        assert pair.retrieval is not None
+        yield Measured(pair.memory, pair.retrieval)
 
 
 def _value(samples: Samples, name: str, **labels: str) -> float:

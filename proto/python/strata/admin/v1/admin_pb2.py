@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bstrata/admin/v1/admin.proto\x12\x0fstrata.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa3\x01\n\x06\x41piKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12/\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\">\n\x13\x43reateApiKeyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"P\n\x14\x43reateApiKeyResponse\x12(\n\x07\x61pi_key\x18\x01 \x01(\x0b\x32\x17.strata.admin.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\"d\n\x12ListApiKeysRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x14\n\x0cshow_revoked\x18\x04 \x01(\x08\"Y\n\x13ListApiKeysResponse\x12)\n\x08\x61pi_keys\x18\x01 \x03(\x0b\x32\x17.strata.admin.v1.ApiKey\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"%\n\x13RevokeApiKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"\x80\x02\n\x0eParkedIndexJob\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x04 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x05 \x01(\t\x12\x12\n\narchive_id\x18\x06 \x01(\t\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x08 \x01(\x05\x12-\n\tpark_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"V\n\x1aListParkedIndexJobsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"e\n\x1bListParkedIndexJobsResponse\x12-\n\x04jobs\x18\x01 \x03(\x0b\x32\x1f.strata.admin.v1.ParkedIndexJob\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"A\n\x1bRetryParkedIndexJobsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0f\n\x07job_ids\x18\x02 \x03(\x03\"5\n\x1cRetryParkedIndexJobsResponse\x12\x15\n\rretried_count\x18\x01 \x01(\x05\x32\xfb\x03\n\x0c\x41\x64minService\x12[\n\x0c\x43reateApiKey\x12$.strata.admin.v1.CreateApiKeyRequest\x1a%.strata.admin.v1.CreateApiKeyResponse\x12X\n\x0bListApiKeys\x12#.strata.admin.v1.ListApiKeysRequest\x1a$.strata.admin.v1.ListApiKeysResponse\x12M\n\x0cRevokeApiKey\x12$.strata.admin.v1.RevokeApiKeyRequest\x1a\x17.strata.admin.v1.ApiKey\x12p\n\x13ListParkedIndexJobs\x12+.strata.admin.v1.ListParkedIndexJobsRequest\x1a,.strata.admin.v1.ListParkedIndexJobsResponse\x12s\n\x14RetryParkedIndexJobs\x12,.strata.admin.v1.RetryParkedIndexJobsRequest\x1a-.strata.admin.v1.RetryParkedIndexJobsResponseB\x8c\x01\n\x13\x64\x65v.strata.admin.v1B\nAdminProtoP\x01Z)strata.dev/gen/go/strata/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x0fStrata.Admin.V1\xca\x02\x0fStrata\\Admin\\V1\xea\x02\x11Strata::Admin::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bstrata/admin/v1/admin.proto\x12\x0fstrata.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"G\n\x05Quota\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x03\x12\x12\n\noverridden\x18\x03 \x01(\x08\x12\r\n\x05usage\x18\x04 \x01(\x03\"I\n\x0cTenantQuotas\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12&\n\x06quotas\x18\x02 \x03(\x0b\x32\x16.strata.admin.v1.Quota\"+\n\x16GetTenantQuotasRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"\xa5\x01\n\x19UpdateTenantQuotasRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x46\n\x06limits\x18\x02 \x03(\x0b\x32\x36.strata.admin.v1.UpdateTenantQuotasRequest.LimitsEntry\x1a-\n\x0bLimitsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xa3\x01\n\x06\x41piKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x03 \x01(\t\x12/\n\x0b\x63reate_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\">\n\x13\x43reateApiKeyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\"P\n\x14\x43reateApiKeyResponse\x12(\n\x07\x61pi_key\x18\x01 \x01(\x0b\x32\x17.strata.admin.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\"d\n\x12ListApiKeysRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x14\n\x0cshow_revoked\x18\x04 \x01(\x08\"Y\n\x13ListApiKeysResponse\x12)\n\x08\x61pi_keys\x18\x01 \x03(\x0b\x32\x17.strata.admin.v1.ApiKey\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"%\n\x13RevokeApiKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"\x80\x02\n\x0eParkedIndexJob\x12\x0e\n\x06job_id\x18\x01 \x01(\x03\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x03 \x01(\t\x12\x13\n\x0b\x64ocument_id\x18\x04 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x05 \x01(\t\x12\x12\n\narchive_id\x18\x06 \x01(\t\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x08 \x01(\x05\x12-\n\tpark_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"V\n\x1aListParkedIndexJobsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"e\n\x1bListParkedIndexJobsResponse\x12-\n\x04jobs\x18\x01 \x03(\x0b\x32\x1f.strata.admin.v1.ParkedIndexJob\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"A\n\x1bRetryParkedIndexJobsRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0f\n\x07job_ids\x18\x02 \x03(\x03\"5\n\x1cRetryParkedIndexJobsResponse\x12\x15\n\rretried_count\x18\x01 \x01(\x05\x32\xb7\x05\n\x0c\x41\x64minService\x12[\n\x0c\x43reateApiKey\x12$.strata.admin.v1.CreateApiKeyRequest\x1a%.strata.admin.v1.CreateApiKeyResponse\x12X\n\x0bListApiKeys\x12#.strata.admin.v1.ListApiKeysRequest\x1a$.strata.admin.v1.ListApiKeysResponse\x12M\n\x0cRevokeApiKey\x12$.strata.admin.v1.RevokeApiKeyRequest\x1a\x17.strata.admin.v1.ApiKey\x12p\n\x13ListParkedIndexJobs\x12+.strata.admin.v1.ListParkedIndexJobsRequest\x1a,.strata.admin.v1.ListParkedIndexJobsResponse\x12s\n\x14RetryParkedIndexJobs\x12,.strata.admin.v1.RetryParkedIndexJobsRequest\x1a-.strata.admin.v1.RetryParkedIndexJobsResponse\x12Y\n\x0fGetTenantQuotas\x12\'.strata.admin.v1.GetTenantQuotasRequest\x1a\x1d.strata.admin.v1.TenantQuotas\x12_\n\x12UpdateTenantQuotas\x12*.strata.admin.v1.UpdateTenantQuotasRequest\x1a\x1d.strata.admin.v1.TenantQuotasB\x8c\x01\n\x13\x64\x65v.strata.admin.v1B\nAdminProtoP\x01Z)strata.dev/gen/go/strata/admin/v1;adminv1\xa2\x02\x03SAX\xaa\x02\x0fStrata.Admin.V1\xca\x02\x0fStrata\\Admin\\V1\xea\x02\x11Strata::Admin::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,28 +33,40 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.admin.v1.admin_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\023dev.strata.admin.v1B\nAdminProtoP\001Z)strata.dev/gen/go/strata/admin/v1;adminv1\242\002\003SAX\252\002\017Strata.Admin.V1\312\002\017Strata\\Admin\\V1\352\002\021Strata::Admin::V1'
-  _globals['_APIKEY']._serialized_start=82
-  _globals['_APIKEY']._serialized_end=245
-  _globals['_CREATEAPIKEYREQUEST']._serialized_start=247
-  _globals['_CREATEAPIKEYREQUEST']._serialized_end=309
-  _globals['_CREATEAPIKEYRESPONSE']._serialized_start=311
-  _globals['_CREATEAPIKEYRESPONSE']._serialized_end=391
-  _globals['_LISTAPIKEYSREQUEST']._serialized_start=393
-  _globals['_LISTAPIKEYSREQUEST']._serialized_end=493
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=495
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=584
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=586
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=623
-  _globals['_PARKEDINDEXJOB']._serialized_start=626
-  _globals['_PARKEDINDEXJOB']._serialized_end=882
-  _globals['_LISTPARKEDINDEXJOBSREQUEST']._serialized_start=884
-  _globals['_LISTPARKEDINDEXJOBSREQUEST']._serialized_end=970
-  _globals['_LISTPARKEDINDEXJOBSRESPONSE']._serialized_start=972
-  _globals['_LISTPARKEDINDEXJOBSRESPONSE']._serialized_end=1073
-  _globals['_RETRYPARKEDINDEXJOBSREQUEST']._serialized_start=1075
-  _globals['_RETRYPARKEDINDEXJOBSREQUEST']._serialized_end=1140
-  _globals['_RETRYPARKEDINDEXJOBSRESPONSE']._serialized_start=1142
-  _globals['_RETRYPARKEDINDEXJOBSRESPONSE']._serialized_end=1195
-  _globals['_ADMINSERVICE']._serialized_start=1198
-  _globals['_ADMINSERVICE']._serialized_end=1705
+  _globals['_UPDATETENANTQUOTASREQUEST_LIMITSENTRY']._loaded_options = None
+  _globals['_UPDATETENANTQUOTASREQUEST_LIMITSENTRY']._serialized_options = b'8\001'
+  _globals['_QUOTA']._serialized_start=81
+  _globals['_QUOTA']._serialized_end=152
+  _globals['_TENANTQUOTAS']._serialized_start=154
+  _globals['_TENANTQUOTAS']._serialized_end=227
+  _globals['_GETTENANTQUOTASREQUEST']._serialized_start=229
+  _globals['_GETTENANTQUOTASREQUEST']._serialized_end=272
+  _globals['_UPDATETENANTQUOTASREQUEST']._serialized_start=275
+  _globals['_UPDATETENANTQUOTASREQUEST']._serialized_end=440
+  _globals['_UPDATETENANTQUOTASREQUEST_LIMITSENTRY']._serialized_start=395
+  _globals['_UPDATETENANTQUOTASREQUEST_LIMITSENTRY']._serialized_end=440
+  _globals['_APIKEY']._serialized_start=443
+  _globals['_APIKEY']._serialized_end=606
+  _globals['_CREATEAPIKEYREQUEST']._serialized_start=608
+  _globals['_CREATEAPIKEYREQUEST']._serialized_end=670
+  _globals['_CREATEAPIKEYRESPONSE']._serialized_start=672
+  _globals['_CREATEAPIKEYRESPONSE']._serialized_end=752
+  _globals['_LISTAPIKEYSREQUEST']._serialized_start=754
+  _globals['_LISTAPIKEYSREQUEST']._serialized_end=854
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=856
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=945
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=947
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=984
+  _globals['_PARKEDINDEXJOB']._serialized_start=987
+  _globals['_PARKEDINDEXJOB']._serialized_end=1243
+  _globals['_LISTPARKEDINDEXJOBSREQUEST']._serialized_start=1245
+  _globals['_LISTPARKEDINDEXJOBSREQUEST']._serialized_end=1331
+  _globals['_LISTPARKEDINDEXJOBSRESPONSE']._serialized_start=1333
+  _globals['_LISTPARKEDINDEXJOBSRESPONSE']._serialized_end=1434
+  _globals['_RETRYPARKEDINDEXJOBSREQUEST']._serialized_start=1436
+  _globals['_RETRYPARKEDINDEXJOBSREQUEST']._serialized_end=1501
+  _globals['_RETRYPARKEDINDEXJOBSRESPONSE']._serialized_start=1503
+  _globals['_RETRYPARKEDINDEXJOBSRESPONSE']._serialized_end=1556
+  _globals['_ADMINSERVICE']._serialized_start=1559
+  _globals['_ADMINSERVICE']._serialized_end=2254
 # @@protoc_insertion_point(module_scope)

@@ -25,6 +25,134 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class Quota(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    OVERRIDDEN_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The quota's name, as RESOURCE_EXHAUSTED (reason QUOTA_EXCEEDED) names it: "agents", "blocks",
+    "blocks_per_agent", "archives", "conversations_per_agent", "passages", "passage_bytes", "messages",
+    "message_bytes" (docs/security.md lists them with their defaults).
+    """
+    limit: _builtins.int
+    """The most the tenant (or, for a *_per_agent quota, each of its agents) may hold."""
+    overridden: _builtins.bool
+    """True when the limit is the tenant's own (set by UpdateTenantQuotas), false for the default."""
+    usage: _builtins.int
+    """What the tenant holds now; 0 for a per-agent quota."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        overridden: _builtins.bool = ...,
+        usage: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "name", b"name", "overridden", b"overridden", "usage", b"usage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Quota: _TypeAlias = Quota  # noqa: Y015
+
+@_typing.final
+class TenantQuotas(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    QUOTAS_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    @_builtins.property
+    def quotas(self) -> _containers.RepeatedCompositeFieldContainer[Global___Quota]:
+        """Every quota, in name order."""
+
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        quotas: _abc.Iterable[Global___Quota] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["quotas", b"quotas", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TenantQuotas: _TypeAlias = TenantQuotas  # noqa: Y015
+
+@_typing.final
+class GetTenantQuotasRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """Required."""
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTenantQuotasRequest: _TypeAlias = GetTenantQuotasRequest  # noqa: Y015
+
+@_typing.final
+class UpdateTenantQuotasRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LimitsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.int
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.int = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    TENANT_ID_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
+    tenant_id: _builtins.str
+    """Required."""
+    @_builtins.property
+    def limits(self) -> _containers.ScalarMap[_builtins.str, _builtins.int]:
+        """Quota name to the tenant's own limit (0 or more). A negative limit clears the tenant's own and
+        the default applies again.
+        """
+
+    def __init__(
+        self,
+        *,
+        tenant_id: _builtins.str = ...,
+        limits: _abc.Mapping[_builtins.str, _builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "tenant_id", b"tenant_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateTenantQuotasRequest: _TypeAlias = UpdateTenantQuotasRequest  # noqa: Y015
+
+@_typing.final
 class ApiKey(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

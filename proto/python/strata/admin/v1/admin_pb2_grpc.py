@@ -59,6 +59,16 @@ class AdminServiceStub:
                 request_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsRequest.SerializeToString,
                 response_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsResponse.FromString,
                 _registered_method=True)
+        self.GetTenantQuotas = channel.unary_unary(
+                '/strata.admin.v1.AdminService/GetTenantQuotas',
+                request_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.GetTenantQuotasRequest.SerializeToString,
+                response_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.TenantQuotas.FromString,
+                _registered_method=True)
+        self.UpdateTenantQuotas = channel.unary_unary(
+                '/strata.admin.v1.AdminService/UpdateTenantQuotas',
+                request_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.UpdateTenantQuotasRequest.SerializeToString,
+                response_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.TenantQuotas.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -100,6 +110,22 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTenantQuotas(self, request, context):
+        """A tenant's quotas (agents, blocks, archives, passages, messages, ...): each one's limit, whether it
+        is the tenant's own or the server's default, and the tenant's usage where it is counted per tenant.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTenantQuotas(self, request, context):
+        """Set or clear a tenant's own limits; quotas not named keep theirs. Lowering a limit under the
+        usage refuses only the writes that would add more. An unknown quota name is INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +153,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RetryParkedIndexJobs,
                     request_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsRequest.FromString,
                     response_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsResponse.SerializeToString,
+            ),
+            'GetTenantQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTenantQuotas,
+                    request_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.GetTenantQuotasRequest.FromString,
+                    response_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.TenantQuotas.SerializeToString,
+            ),
+            'UpdateTenantQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTenantQuotas,
+                    request_deserializer=strata_dot_admin_dot_v1_dot_admin__pb2.UpdateTenantQuotasRequest.FromString,
+                    response_serializer=strata_dot_admin_dot_v1_dot_admin__pb2.TenantQuotas.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -264,6 +300,60 @@ class AdminService:
             '/strata.admin.v1.AdminService/RetryParkedIndexJobs',
             strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsRequest.SerializeToString,
             strata_dot_admin_dot_v1_dot_admin__pb2.RetryParkedIndexJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTenantQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.admin.v1.AdminService/GetTenantQuotas',
+            strata_dot_admin_dot_v1_dot_admin__pb2.GetTenantQuotasRequest.SerializeToString,
+            strata_dot_admin_dot_v1_dot_admin__pb2.TenantQuotas.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTenantQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.admin.v1.AdminService/UpdateTenantQuotas',
+            strata_dot_admin_dot_v1_dot_admin__pb2.UpdateTenantQuotasRequest.SerializeToString,
+            strata_dot_admin_dot_v1_dot_admin__pb2.TenantQuotas.FromString,
             options,
             channel_credentials,
             insecure,

@@ -48,6 +48,14 @@ class AdminServiceStub:
     """
     RetryParkedIndexJobs: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RetryParkedIndexJobsRequest, _admin_pb2.RetryParkedIndexJobsResponse]
     """Put parked jobs back into the delivery loop (due now, attempts reset); returns how many."""
+    GetTenantQuotas: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTenantQuotasRequest, _admin_pb2.TenantQuotas]
+    """A tenant's quotas (agents, blocks, archives, passages, messages, ...): each one's limit, whether it
+    is the tenant's own or the server's default, and the tenant's usage where it is counted per tenant.
+    """
+    UpdateTenantQuotas: _grpc.UnaryUnaryMultiCallable[_admin_pb2.UpdateTenantQuotasRequest, _admin_pb2.TenantQuotas]
+    """Set or clear a tenant's own limits; quotas not named keep theirs. Lowering a limit under the
+    usage refuses only the writes that would add more. An unknown quota name is INVALID_ARGUMENT.
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -64,6 +72,14 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """
     RetryParkedIndexJobs: _aio.UnaryUnaryMultiCallable[_admin_pb2.RetryParkedIndexJobsRequest, _admin_pb2.RetryParkedIndexJobsResponse]  # type: ignore[assignment]
     """Put parked jobs back into the delivery loop (due now, attempts reset); returns how many."""
+    GetTenantQuotas: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTenantQuotasRequest, _admin_pb2.TenantQuotas]  # type: ignore[assignment]
+    """A tenant's quotas (agents, blocks, archives, passages, messages, ...): each one's limit, whether it
+    is the tenant's own or the server's default, and the tenant's usage where it is counted per tenant.
+    """
+    UpdateTenantQuotas: _aio.UnaryUnaryMultiCallable[_admin_pb2.UpdateTenantQuotasRequest, _admin_pb2.TenantQuotas]  # type: ignore[assignment]
+    """Set or clear a tenant's own limits; quotas not named keep theirs. Lowering a limit under the
+    usage refuses only the writes that would add more. An unknown quota name is INVALID_ARGUMENT.
+    """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -107,5 +123,25 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.RetryParkedIndexJobsResponse, _abc.Awaitable[_admin_pb2.RetryParkedIndexJobsResponse]]:
         """Put parked jobs back into the delivery loop (due now, attempts reset); returns how many."""
+
+    @_abc_1.abstractmethod
+    def GetTenantQuotas(
+        self,
+        request: _admin_pb2.GetTenantQuotasRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.TenantQuotas, _abc.Awaitable[_admin_pb2.TenantQuotas]]:
+        """A tenant's quotas (agents, blocks, archives, passages, messages, ...): each one's limit, whether it
+        is the tenant's own or the server's default, and the tenant's usage where it is counted per tenant.
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateTenantQuotas(
+        self,
+        request: _admin_pb2.UpdateTenantQuotasRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.TenantQuotas, _abc.Awaitable[_admin_pb2.TenantQuotas]]:
+        """Set or clear a tenant's own limits; quotas not named keep theirs. Lowering a limit under the
+        usage refuses only the writes that would add more. An unknown quota name is INVALID_ARGUMENT.
+        """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

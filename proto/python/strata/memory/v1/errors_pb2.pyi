@@ -260,6 +260,13 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """No prompt receipt has this id in the tenant (or, in AppendMessages, among the agent's receipts).
     Status: NOT_FOUND. Metadata: receipt_id.
     """
+    QUOTA_EXCEEDED: _ErrorReason.ValueType  # 57
+    """The write would take the tenant (or, for a per-agent quota, the agent) past one of its quotas;
+    nothing was changed. Delete something first, or ask the operator for a higher quota
+    (AdminService.UpdateTenantQuotas).
+    Status: RESOURCE_EXHAUSTED. Metadata: quota (its name, e.g. "blocks_per_agent"), limit, usage (what
+    the write would have made it), tenant; agent_id for a per-agent quota.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The value's name is the ErrorInfo.reason string (as in google.api.ErrorReason, the values carry no
@@ -494,5 +501,12 @@ Status: INVALID_ARGUMENT. Metadata: none; a BadRequest names the field.
 RECEIPT_NOT_FOUND: ErrorReason.ValueType  # 56
 """No prompt receipt has this id in the tenant (or, in AppendMessages, among the agent's receipts).
 Status: NOT_FOUND. Metadata: receipt_id.
+"""
+QUOTA_EXCEEDED: ErrorReason.ValueType  # 57
+"""The write would take the tenant (or, for a per-agent quota, the agent) past one of its quotas;
+nothing was changed. Delete something first, or ask the operator for a higher quota
+(AdminService.UpdateTenantQuotas).
+Status: RESOURCE_EXHAUSTED. Metadata: quota (its name, e.g. "blocks_per_agent"), limit, usage (what
+the write would have made it), tenant; agent_id for a per-agent quota.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015

@@ -18,7 +18,119 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file strata/admin/v1/admin.proto.
  */
 export const file_strata_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChtzdHJhdGEvYWRtaW4vdjEvYWRtaW4ucHJvdG8SD3N0cmF0YS5hZG1pbi52MSKjAQoGQXBpS2V5Eg4KBmtleV9pZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEi8KC2NyZWF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZva2VfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJIlAKFENyZWF0ZUFwaUtleVJlc3BvbnNlEigKB2FwaV9rZXkYASABKAsyFy5zdHJhdGEuYWRtaW4udjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSJkChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhQKDHNob3dfcmV2b2tlZBgEIAEoCCJZChNMaXN0QXBpS2V5c1Jlc3BvbnNlEikKCGFwaV9rZXlzGAEgAygLMhcuc3RyYXRhLmFkbWluLnYxLkFwaUtleRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkigAIKDlBhcmtlZEluZGV4Sm9iEg4KBmpvYl9pZBgBIAEoAxIRCgl0ZW5hbnRfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEhMKC2RvY3VtZW50X2lkGAQgASgJEhAKCGFnZW50X2lkGAUgASgJEhIKCmFyY2hpdmVfaWQYBiABKAkSDgoGcmVhc29uGAcgASgJEhAKCGF0dGVtcHRzGAggASgFEi0KCXBhcmtfdGltZRgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLY3JlYXRlX3RpbWUYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlYKGkxpc3RQYXJrZWRJbmRleEpvYnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJlChtMaXN0UGFya2VkSW5kZXhKb2JzUmVzcG9uc2USLQoEam9icxgBIAMoCzIfLnN0cmF0YS5hZG1pbi52MS5QYXJrZWRJbmRleEpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiQQobUmV0cnlQYXJrZWRJbmRleEpvYnNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIPCgdqb2JfaWRzGAIgAygDIjUKHFJldHJ5UGFya2VkSW5kZXhKb2JzUmVzcG9uc2USFQoNcmV0cmllZF9jb3VudBgBIAEoBTL7AwoMQWRtaW5TZXJ2aWNlElsKDENyZWF0ZUFwaUtleRIkLnN0cmF0YS5hZG1pbi52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiUuc3RyYXRhLmFkbWluLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlElgKC0xpc3RBcGlLZXlzEiMuc3RyYXRhLmFkbWluLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBokLnN0cmF0YS5hZG1pbi52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlEk0KDFJldm9rZUFwaUtleRIkLnN0cmF0YS5hZG1pbi52MS5SZXZva2VBcGlLZXlSZXF1ZXN0Ghcuc3RyYXRhLmFkbWluLnYxLkFwaUtleRJwChNMaXN0UGFya2VkSW5kZXhKb2JzEisuc3RyYXRhLmFkbWluLnYxLkxpc3RQYXJrZWRJbmRleEpvYnNSZXF1ZXN0Giwuc3RyYXRhLmFkbWluLnYxLkxpc3RQYXJrZWRJbmRleEpvYnNSZXNwb25zZRJzChRSZXRyeVBhcmtlZEluZGV4Sm9icxIsLnN0cmF0YS5hZG1pbi52MS5SZXRyeVBhcmtlZEluZGV4Sm9ic1JlcXVlc3QaLS5zdHJhdGEuYWRtaW4udjEuUmV0cnlQYXJrZWRJbmRleEpvYnNSZXNwb25zZUKMAQoTZGV2LnN0cmF0YS5hZG1pbi52MUIKQWRtaW5Qcm90b1ABWilzdHJhdGEuZGV2L2dlbi9nby9zdHJhdGEvYWRtaW4vdjE7YWRtaW52MaICA1NBWKoCD1N0cmF0YS5BZG1pbi5WMcoCD1N0cmF0YVxBZG1pblxWMeoCEVN0cmF0YTo6QWRtaW46OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChtzdHJhdGEvYWRtaW4vdjEvYWRtaW4ucHJvdG8SD3N0cmF0YS5hZG1pbi52MSJHCgVRdW90YRIMCgRuYW1lGAEgASgJEg0KBWxpbWl0GAIgASgDEhIKCm92ZXJyaWRkZW4YAyABKAgSDQoFdXNhZ2UYBCABKAMiSQoMVGVuYW50UXVvdGFzEhEKCXRlbmFudF9pZBgBIAEoCRImCgZxdW90YXMYAiADKAsyFi5zdHJhdGEuYWRtaW4udjEuUXVvdGEiKwoWR2V0VGVuYW50UXVvdGFzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkipQEKGVVwZGF0ZVRlbmFudFF1b3Rhc1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEkYKBmxpbWl0cxgCIAMoCzI2LnN0cmF0YS5hZG1pbi52MS5VcGRhdGVUZW5hbnRRdW90YXNSZXF1ZXN0LkxpbWl0c0VudHJ5Gi0KC0xpbWl0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAEiowEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLcmV2b2tlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIj4KE0NyZWF0ZUFwaUtleVJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCSJQChRDcmVhdGVBcGlLZXlSZXNwb25zZRIoCgdhcGlfa2V5GAEgASgLMhcuc3RyYXRhLmFkbWluLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiZAoSTGlzdEFwaUtleXNSZXF1ZXN0EhEKCXRlbmFudF9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIUCgxzaG93X3Jldm9rZWQYBCABKAgiWQoTTGlzdEFwaUtleXNSZXNwb25zZRIpCghhcGlfa2V5cxgBIAMoCzIXLnN0cmF0YS5hZG1pbi52MS5BcGlLZXkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiUKE1Jldm9rZUFwaUtleVJlcXVlc3QSDgoGa2V5X2lkGAEgASgJIoACCg5QYXJrZWRJbmRleEpvYhIOCgZqb2JfaWQYASABKAMSEQoJdGVuYW50X2lkGAIgASgJEg4KBmFjdGlvbhgDIAEoCRITCgtkb2N1bWVudF9pZBgEIAEoCRIQCghhZ2VudF9pZBgFIAEoCRISCgphcmNoaXZlX2lkGAYgASgJEg4KBnJlYXNvbhgHIAEoCRIQCghhdHRlbXB0cxgIIAEoBRItCglwYXJrX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJWChpMaXN0UGFya2VkSW5kZXhKb2JzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiZQobTGlzdFBhcmtlZEluZGV4Sm9ic1Jlc3BvbnNlEi0KBGpvYnMYASADKAsyHy5zdHJhdGEuYWRtaW4udjEuUGFya2VkSW5kZXhKb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkEKG1JldHJ5UGFya2VkSW5kZXhKb2JzUmVxdWVzdBIRCgl0ZW5hbnRfaWQYASABKAkSDwoHam9iX2lkcxgCIAMoAyI1ChxSZXRyeVBhcmtlZEluZGV4Sm9ic1Jlc3BvbnNlEhUKDXJldHJpZWRfY291bnQYASABKAUytwUKDEFkbWluU2VydmljZRJbCgxDcmVhdGVBcGlLZXkSJC5zdHJhdGEuYWRtaW4udjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBolLnN0cmF0YS5hZG1pbi52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJYCgtMaXN0QXBpS2V5cxIjLnN0cmF0YS5hZG1pbi52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJC5zdHJhdGEuYWRtaW4udjEuTGlzdEFwaUtleXNSZXNwb25zZRJNCgxSZXZva2VBcGlLZXkSJC5zdHJhdGEuYWRtaW4udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoXLnN0cmF0YS5hZG1pbi52MS5BcGlLZXkScAoTTGlzdFBhcmtlZEluZGV4Sm9icxIrLnN0cmF0YS5hZG1pbi52MS5MaXN0UGFya2VkSW5kZXhKb2JzUmVxdWVzdBosLnN0cmF0YS5hZG1pbi52MS5MaXN0UGFya2VkSW5kZXhKb2JzUmVzcG9uc2UScwoUUmV0cnlQYXJrZWRJbmRleEpvYnMSLC5zdHJhdGEuYWRtaW4udjEuUmV0cnlQYXJrZWRJbmRleEpvYnNSZXF1ZXN0Gi0uc3RyYXRhLmFkbWluLnYxLlJldHJ5UGFya2VkSW5kZXhKb2JzUmVzcG9uc2USWQoPR2V0VGVuYW50UXVvdGFzEicuc3RyYXRhLmFkbWluLnYxLkdldFRlbmFudFF1b3Rhc1JlcXVlc3QaHS5zdHJhdGEuYWRtaW4udjEuVGVuYW50UXVvdGFzEl8KElVwZGF0ZVRlbmFudFF1b3RhcxIqLnN0cmF0YS5hZG1pbi52MS5VcGRhdGVUZW5hbnRRdW90YXNSZXF1ZXN0Gh0uc3RyYXRhLmFkbWluLnYxLlRlbmFudFF1b3Rhc0KMAQoTZGV2LnN0cmF0YS5hZG1pbi52MUIKQWRtaW5Qcm90b1ABWilzdHJhdGEuZGV2L2dlbi9nby9zdHJhdGEvYWRtaW4vdjE7YWRtaW52MaICA1NBWKoCD1N0cmF0YS5BZG1pbi5WMcoCD1N0cmF0YVxBZG1pblxWMeoCEVN0cmF0YTo6QWRtaW46OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message strata.admin.v1.Quota
+ */
+export type Quota = Message<"strata.admin.v1.Quota"> & {
+  /**
+   * The quota's name, as RESOURCE_EXHAUSTED (reason QUOTA_EXCEEDED) names it: "agents", "blocks",
+   * "blocks_per_agent", "archives", "conversations_per_agent", "passages", "passage_bytes", "messages",
+   * "message_bytes" (docs/security.md lists them with their defaults).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The most the tenant (or, for a *_per_agent quota, each of its agents) may hold.
+   *
+   * @generated from field: int64 limit = 2;
+   */
+  limit: bigint;
+
+  /**
+   * True when the limit is the tenant's own (set by UpdateTenantQuotas), false for the default.
+   *
+   * @generated from field: bool overridden = 3;
+   */
+  overridden: boolean;
+
+  /**
+   * What the tenant holds now; 0 for a per-agent quota.
+   *
+   * @generated from field: int64 usage = 4;
+   */
+  usage: bigint;
+};
+
+/**
+ * Describes the message strata.admin.v1.Quota.
+ * Use `create(QuotaSchema)` to create a new message.
+ */
+export const QuotaSchema: GenMessage<Quota> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 0);
+
+/**
+ * @generated from message strata.admin.v1.TenantQuotas
+ */
+export type TenantQuotas = Message<"strata.admin.v1.TenantQuotas"> & {
+  /**
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Every quota, in name order.
+   *
+   * @generated from field: repeated strata.admin.v1.Quota quotas = 2;
+   */
+  quotas: Quota[];
+};
+
+/**
+ * Describes the message strata.admin.v1.TenantQuotas.
+ * Use `create(TenantQuotasSchema)` to create a new message.
+ */
+export const TenantQuotasSchema: GenMessage<TenantQuotas> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 1);
+
+/**
+ * @generated from message strata.admin.v1.GetTenantQuotasRequest
+ */
+export type GetTenantQuotasRequest = Message<"strata.admin.v1.GetTenantQuotasRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+};
+
+/**
+ * Describes the message strata.admin.v1.GetTenantQuotasRequest.
+ * Use `create(GetTenantQuotasRequestSchema)` to create a new message.
+ */
+export const GetTenantQuotasRequestSchema: GenMessage<GetTenantQuotasRequest> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 2);
+
+/**
+ * @generated from message strata.admin.v1.UpdateTenantQuotasRequest
+ */
+export type UpdateTenantQuotasRequest = Message<"strata.admin.v1.UpdateTenantQuotasRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string tenant_id = 1;
+   */
+  tenantId: string;
+
+  /**
+   * Quota name to the tenant's own limit (0 or more). A negative limit clears the tenant's own and
+   * the default applies again.
+   *
+   * @generated from field: map<string, int64> limits = 2;
+   */
+  limits: { [key: string]: bigint };
+};
+
+/**
+ * Describes the message strata.admin.v1.UpdateTenantQuotasRequest.
+ * Use `create(UpdateTenantQuotasRequestSchema)` to create a new message.
+ */
+export const UpdateTenantQuotasRequestSchema: GenMessage<UpdateTenantQuotasRequest> = /*@__PURE__*/
+  messageDesc(file_strata_admin_v1_admin, 3);
 
 /**
  * @generated from message strata.admin.v1.ApiKey
@@ -59,7 +171,7 @@ export type ApiKey = Message<"strata.admin.v1.ApiKey"> & {
  * Use `create(ApiKeySchema)` to create a new message.
  */
 export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 0);
+  messageDesc(file_strata_admin_v1_admin, 4);
 
 /**
  * @generated from message strata.admin.v1.CreateApiKeyRequest
@@ -85,7 +197,7 @@ export type CreateApiKeyRequest = Message<"strata.admin.v1.CreateApiKeyRequest">
  * Use `create(CreateApiKeyRequestSchema)` to create a new message.
  */
 export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 1);
+  messageDesc(file_strata_admin_v1_admin, 5);
 
 /**
  * @generated from message strata.admin.v1.CreateApiKeyResponse
@@ -109,7 +221,7 @@ export type CreateApiKeyResponse = Message<"strata.admin.v1.CreateApiKeyResponse
  * Use `create(CreateApiKeyResponseSchema)` to create a new message.
  */
 export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 2);
+  messageDesc(file_strata_admin_v1_admin, 6);
 
 /**
  * @generated from message strata.admin.v1.ListApiKeysRequest
@@ -147,7 +259,7 @@ export type ListApiKeysRequest = Message<"strata.admin.v1.ListApiKeysRequest"> &
  * Use `create(ListApiKeysRequestSchema)` to create a new message.
  */
 export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 3);
+  messageDesc(file_strata_admin_v1_admin, 7);
 
 /**
  * @generated from message strata.admin.v1.ListApiKeysResponse
@@ -169,7 +281,7 @@ export type ListApiKeysResponse = Message<"strata.admin.v1.ListApiKeysResponse">
  * Use `create(ListApiKeysResponseSchema)` to create a new message.
  */
 export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 4);
+  messageDesc(file_strata_admin_v1_admin, 8);
 
 /**
  * @generated from message strata.admin.v1.RevokeApiKeyRequest
@@ -186,7 +298,7 @@ export type RevokeApiKeyRequest = Message<"strata.admin.v1.RevokeApiKeyRequest">
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 5);
+  messageDesc(file_strata_admin_v1_admin, 9);
 
 /**
  * An index job the outbox stopped delivering, and why.
@@ -262,7 +374,7 @@ export type ParkedIndexJob = Message<"strata.admin.v1.ParkedIndexJob"> & {
  * Use `create(ParkedIndexJobSchema)` to create a new message.
  */
 export const ParkedIndexJobSchema: GenMessage<ParkedIndexJob> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 6);
+  messageDesc(file_strata_admin_v1_admin, 10);
 
 /**
  * @generated from message strata.admin.v1.ListParkedIndexJobsRequest
@@ -293,7 +405,7 @@ export type ListParkedIndexJobsRequest = Message<"strata.admin.v1.ListParkedInde
  * Use `create(ListParkedIndexJobsRequestSchema)` to create a new message.
  */
 export const ListParkedIndexJobsRequestSchema: GenMessage<ListParkedIndexJobsRequest> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 7);
+  messageDesc(file_strata_admin_v1_admin, 11);
 
 /**
  * @generated from message strata.admin.v1.ListParkedIndexJobsResponse
@@ -315,7 +427,7 @@ export type ListParkedIndexJobsResponse = Message<"strata.admin.v1.ListParkedInd
  * Use `create(ListParkedIndexJobsResponseSchema)` to create a new message.
  */
 export const ListParkedIndexJobsResponseSchema: GenMessage<ListParkedIndexJobsResponse> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 8);
+  messageDesc(file_strata_admin_v1_admin, 12);
 
 /**
  * @generated from message strata.admin.v1.RetryParkedIndexJobsRequest
@@ -341,7 +453,7 @@ export type RetryParkedIndexJobsRequest = Message<"strata.admin.v1.RetryParkedIn
  * Use `create(RetryParkedIndexJobsRequestSchema)` to create a new message.
  */
 export const RetryParkedIndexJobsRequestSchema: GenMessage<RetryParkedIndexJobsRequest> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 9);
+  messageDesc(file_strata_admin_v1_admin, 13);
 
 /**
  * @generated from message strata.admin.v1.RetryParkedIndexJobsResponse
@@ -360,7 +472,7 @@ export type RetryParkedIndexJobsResponse = Message<"strata.admin.v1.RetryParkedI
  * Use `create(RetryParkedIndexJobsResponseSchema)` to create a new message.
  */
 export const RetryParkedIndexJobsResponseSchema: GenMessage<RetryParkedIndexJobsResponse> = /*@__PURE__*/
-  messageDesc(file_strata_admin_v1_admin, 10);
+  messageDesc(file_strata_admin_v1_admin, 14);
 
 /**
  * @generated from service strata.admin.v1.AdminService
@@ -416,6 +528,28 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RetryParkedIndexJobsRequestSchema;
     output: typeof RetryParkedIndexJobsResponseSchema;
+  },
+  /**
+   * A tenant's quotas (agents, blocks, archives, passages, messages, ...): each one's limit, whether it
+   * is the tenant's own or the server's default, and the tenant's usage where it is counted per tenant.
+   *
+   * @generated from rpc strata.admin.v1.AdminService.GetTenantQuotas
+   */
+  getTenantQuotas: {
+    methodKind: "unary";
+    input: typeof GetTenantQuotasRequestSchema;
+    output: typeof TenantQuotasSchema;
+  },
+  /**
+   * Set or clear a tenant's own limits; quotas not named keep theirs. Lowering a limit under the
+   * usage refuses only the writes that would add more. An unknown quota name is INVALID_ARGUMENT.
+   *
+   * @generated from rpc strata.admin.v1.AdminService.UpdateTenantQuotas
+   */
+  updateTenantQuotas: {
+    methodKind: "unary";
+    input: typeof UpdateTenantQuotasRequestSchema;
+    output: typeof TenantQuotasSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_strata_admin_v1_admin, 0);

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.documents import (
@@ -11,7 +14,7 @@ from strata_memory.indexing.documents import (
     message_document,
     message_text,
 )
-from strata_memory.store.records import MessageRecord, ToolCallRecord
+from strata_memory.store.records import EPOCH, MessageRecord, ToolCallRecord
 
 SAID_US = int(datetime(2023, 5, 8, 13, 56, tzinfo=UTC).timestamp() * 1_000_000)
 """When the test messages were said: Monday 8 May 2023."""
@@ -80,3 +83,14 @@ def test_each_preceding_turn_is_bounded_and_empty_ones_are_skipped() -> None:
     empty = message("", seq=2)
     text = indexed_text(message("short", seq=3), [long_turn, empty])
     assert text == "short\n" + "x" * MAX_CONTEXT_CHARS
+
+
+@pytest.mark.parametrize(
+    "said_at",
+    [datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)],
+    ids=["year 1", "end of 9999"],
+)
+def test_a_message_said_at_the_edge_of_time_is_indexed_with_its_text(said_at: datetime) -> None:
+    text = "Yesterday I said we meet next year, and last week too."
+    at_edge = replace(message(text), created_us=int((said_at - EPOCH) / timedelta(microseconds=1)))
+    assert indexed_text(at_edge).startswith(text)

@@ -59,7 +59,7 @@ async def test_messages_are_indexed_with_the_preceding_turns_of_their_conversati
     )
     await append(stub, agent.id, "b", [pb.Message(role=USER, content="another conversation")])
     reply = await append(
-        stub, agent.id, "a", [pb.Message(role=ASSISTANT, name="Mel", content="Yes, Saturday!")]
+        stub, agent.id, "a", [pb.Message(role=ASSISTANT, name="Mel", content="Yes, it was lovely!")]
     )
     ids = [*first, *reply]
 
@@ -69,10 +69,10 @@ async def test_messages_are_indexed_with_the_preceding_turns_of_their_conversati
         )
         return {d.id: "\n".join(part for part in (d.text, d.context) if part) for d in documents}
 
-    assert (await texts(0))[reply[0]] == "Mel: Yes, Saturday!"
+    assert (await texts(0))[reply[0]] == "Mel: Yes, it was lovely!"
     with_context = await texts(2)
     # The tool message and the other conversation are not dialogue context of this reply.
-    assert with_context[reply[0]] == "Mel: Yes, Saturday!\nCaroline: Did you go hiking?"
+    assert with_context[reply[0]] == "Mel: Yes, it was lovely!\nCaroline: Did you go hiking?"
     assert with_context[first[0]] == "Caroline: Did you go hiking?"
 
 

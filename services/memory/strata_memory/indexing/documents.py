@@ -25,14 +25,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing.time_phrases import date_notes
-from strata_memory.store.records import MessageRecord, PassageRecord
+from strata_memory.store.records import MessageRecord, PassageRecord, to_datetime
 
 MAX_INDEXED_CHARS = 30_000
 """Longer texts are indexed by their beginning (the embedder reads 256 tokens anyway); the store keeps all."""
@@ -114,8 +113,10 @@ def indexed_text(message: MessageRecord, context: Sequence[MessageRecord] = ()) 
 def dated_text(message: MessageRecord) -> str:
     """The message's text (bounded), then its time phrases with the dates they name."""
     text = message_text(message)[:MAX_INDEXED_CHARS]
-    said_at = datetime.fromtimestamp(message.created_us / 1_000_000, UTC)
-    notes = date_notes(text[:MAX_DATED_CHARS], said_at)
+    try:
+        notes = date_notes(text[:MAX_DATED_CHARS], to_datetime(message.created_us))
+    except (ValueError, OverflowError):  # a phrase said at the edge of time names a date past year 9999
+        notes = ""
     return f"{text} {notes}" if notes else text
 
 

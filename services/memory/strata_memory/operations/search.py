@@ -2,7 +2,10 @@
 
 Filters (scope, tags any/all, roles, conversation, time range) travel inside the request, so each
 search leg applies them before ranking. Hits come back as ids and ranks; their content is read from
-the store (the source of truth), so a document deleted a moment ago is never shown.
+the store (the source of truth), so a document deleted a moment ago is never shown. A recall search
+checks its agent in the same store read that fetches the hits (one read, not two, on every search):
+an unknown agent is NOT_FOUND after the search ran, and the search, scoped to the caller's tenant and
+that agent id, finds nothing of anyone else's.
 
 A recall query that names a period ("… on 8 May, 2023?", "… in May 2023?", "the week before 16 May
 2023", "as of May 2023": ``strata_memory.indexing.time_phrases.named_period``) and comes with no time
@@ -119,7 +122,7 @@ class Search:
         roles: Sequence[str],
         conversation_id: str,
     ) -> list[Hit[MessageRecord]]:
-        await self._db.read(lambda conn: agent_rows.get_agent(conn, tenant_id, agent_id))
+        _check_window(window)
         flt = rpb.DocumentFilter(
             tenant_id=tenant_id,
             agent_ids=[agent_id],
@@ -132,19 +135,14 @@ class Search:
             window = await _within_named_period(window)
         hits = await self._search(window, flt, self._recall)
         found = await self._db.read(
-            lambda conn: message_rows.get_messages(conn, tenant_id, [h.document.id for h in hits])
+            lambda conn: _messages_of(conn, tenant_id, agent_id, [h.document.id for h in hits])
         )
         return _in_rank_order(hits, {m.id: m for m in found})
 
     async def _search(
         self, window: SearchWindow, flt: rpb.DocumentFilter, weights: LegWeights
     ) -> list[rpb.SearchHit]:
-        if len(window.query) > MAX_QUERY_CHARS:
-            raise InvalidArgument.field(
-                "query", f"is {len(window.query)} characters; at most {MAX_QUERY_CHARS}"
-            )
-        if window.start and window.end and window.start > window.end:
-            raise InvalidArgument.field("start_time", "is after end_time")
+        _check_window(window)
         if window.start:
             flt.created_at.start.CopyFrom(_timestamp(window.start))
         if window.end:
@@ -174,6 +172,19 @@ async def _within_named_period(window: SearchWindow) -> SearchWindow:
         return window
     start, end = period
     return replace(window, start=start, end=end + QUERY_PERIOD_AFTER)
+
+
+def _check_window(window: SearchWindow) -> None:
+    if len(window.query) > MAX_QUERY_CHARS:
+        raise InvalidArgument.field("query", f"is {len(window.query)} characters; at most {MAX_QUERY_CHARS}")
+    if window.start and window.end and window.start > window.end:
+        raise InvalidArgument.field("start_time", "is after end_time")
+
+
+def _messages_of(conn: Connection, tenant_id: str, agent_id: str, ids: list[str]) -> list[MessageRecord]:
+    """The agent's messages with these ids; AgentNotFound when the tenant has no such agent."""
+    agent_rows.get_agent(conn, tenant_id, agent_id)
+    return message_rows.get_messages(conn, tenant_id, ids)
 
 
 def _archives_of(conn: Connection, tenant_id: str, agent_id: str) -> list[str]:

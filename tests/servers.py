@@ -5,6 +5,6 @@ The harness lives in ``bench`` so the benchmarks can use it too (bench never imp
 
 from __future__ import annotations
 
-from bench.servers import LoopThread, ServicePair
+from bench.servers import BackgroundPair, LoopThread, ServicePair
 
-__all__ = ["LoopThread", "ServicePair"]
+__all__ = ["BackgroundPair", "LoopThread", "ServicePair"]

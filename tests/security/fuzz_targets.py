@@ -30,14 +30,10 @@ from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
 from strata.memory.v1 import resources_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2 as rpb
-from strata_memory.main import MemoryServer, start_memory_server
-from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
-from strata_retrieval.main import RetrievalApp
-from strata_retrieval.settings import RetrievalSettings
 from tests.security.conftest import ADMIN_KEY
 from tests.security.fuzzing import FuzzReport, Pool, call_once, message_strategy
-from tests.servers import LoopThread
+from tests.servers import BackgroundPair, ServicePair
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "fuzz-examples"
 FIXED_SEED = 20261203
@@ -208,34 +204,27 @@ def seed(address: str) -> tuple[Pool, dict[str, Caller]]:
 def running_targets(root: Path, embedder: OnnxSentenceEmbedder) -> Iterator[Fuzzed]:
     """RetrievalService and MemoryService (admin key set, auth otherwise off) on a private loop,
     seeded with resources to aim at."""
-    loop = LoopThread()
-    retrieval_settings = RetrievalSettings(
-        address="127.0.0.1:0", data_dir=root / "retrieval", log_json=False, grace_seconds=0
+    servers = BackgroundPair(
+        ServicePair(
+            root,
+            embedder=embedder,
+            retrieval_settings={"grace_seconds": 0},
+            memory_settings={
+                "admin_api_key": ADMIN_KEY,
+                "outbox_max_backoff_seconds": 0.5,
+                "log_json": False,
+            },
+            quick_retries=False,
+        ),
+        timeout=120,
     )
-
-    async def start_retrieval() -> RetrievalApp:  # grpc.aio servers belong to the loop they are built on
-        app = RetrievalApp(retrieval_settings, embedder=embedder)
-        await app.start()
-        return app
-
-    retrieval = loop.run(start_retrieval())
-    database = root / "memory.sqlite3"
-    settings_ = MemorySettings(
-        address="127.0.0.1:0",
-        database_url=f"sqlite:///{database}",
-        retrieval_address=retrieval.address,
-        admin_api_key=ADMIN_KEY,
-        outbox_max_backoff_seconds=0.5,
-        log_json=False,
-    )
-    memory: MemoryServer = loop.run(start_memory_server(settings_))
+    memory_address = servers.start()
     try:
-        pool, tenants = seed(memory.address)
-        yield Fuzzed(memory.address, retrieval.address, database, pool, FuzzReport(), tenants)
+        pool, tenants = seed(memory_address)
+        database = root / "memory.sqlite3"
+        yield Fuzzed(memory_address, servers.pair.retrieval_address, database, pool, FuzzReport(), tenants)
     finally:
-        loop.run(memory.stop(0))
-        loop.run(retrieval.stop())
-        loop.close()
+        servers.stop()
 
 
 def fuzz_method(

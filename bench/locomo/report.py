@@ -301,9 +301,10 @@ def _findings(result: Mapping[str, Any]) -> list[str]:
     filters = (result.get("temporal") or {}).get("date_filters") or {}
     if filters:
         lines.append(
-            f"- Questions naming a date ({filters['questions_naming_a_date']}) searched with a session-date "
-            f"range: {OBJECTIVE} {filters['without_filter'][OBJECTIVE]:.3f} -> "
-            f"{filters['with_filter'][OBJECTIVE]:.3f} (`conversation_search` takes start_date/end_date)."
+            f"- Questions naming a period ({filters['questions_naming_a_date']}), without a session-date "
+            f"range -> as served: {OBJECTIVE} {filters['without_filter'][OBJECTIVE]:.3f} -> "
+            f"{filters['with_filter'][OBJECTIVE]:.3f} (MemoryService reads the period when "
+            "`recall_query_periods` is on; `conversation_search` also takes start_date/end_date)."
         )
     return [*lines, ""]
 

@@ -10,8 +10,10 @@ each over gRPC from this process:
   by RetrievalService ``Search`` with the same request MemoryService sends but a text never asked
   before (the question with a space appended: the same tokens, another cache key), so neither reuses
   a query vector;
-* **asked again**: the same questions once more through ``SearchMessages``, then ``Search`` in
-  hybrid, vector-only and text-only mode (the query vectors are now kept unless the cache is off);
+* **asked again**: the same questions once more, each through ``SearchMessages`` and ``Search``
+  (hybrid, vector-only, text-only) and, call by call beside them, ``SearchMessages`` and ``Search``
+  with a text never asked (spaces appended), so a kept query vector and a fresh embedding meet the
+  same load; the median of their per-question ratios is reported (below 1: reuse paid);
 * **floor**: a health check on each service (a gRPC round trip and nothing else);
 * **embedding alone**: the same model in this process embedding each question (``embed_query``).
 
@@ -82,8 +84,7 @@ async def load(address: str) -> dict[str, str]:
 def direct_request(text: str, agent_id: str, mode: rpb.SearchMode.ValueType) -> rpb.SearchRequest:
     """The Search MemoryService sends for a hybrid recall of ``text`` (its default weights)."""
     s = MemorySettings()
-    depth = max(s.recall_candidate_depth, LIMIT)
-    return rpb.SearchRequest(
+    request = rpb.SearchRequest(
         query=text,
         mode=mode,
         filter=message_filter(agent_id),
@@ -91,9 +92,10 @@ def direct_request(text: str, agent_id: str, mode: rpb.SearchMode.ValueType) -> 
         rrf_k=s.recall_rrf_k,
         vector_weight=s.recall_vector_weight,
         fts_weight=s.recall_fts_weight,
-        vector_depth=depth if mode == rpb.SEARCH_MODE_HYBRID else 0,
-        fts_depth=depth if mode == rpb.SEARCH_MODE_HYBRID else 0,
     )
+    if mode == rpb.SEARCH_MODE_HYBRID:
+        request.vector_depth = request.fts_depth = max(s.recall_candidate_depth, LIMIT)
+    return request
 
 
 def measure(memory_address: str, retrieval_address: str, asked: list[tuple[str, str]]) -> dict[str, Any]:
@@ -126,13 +128,17 @@ def measure(memory_address: str, retrieval_address: str, asked: list[tuple[str, 
             first["retrieval_search"].append(search(agent_id, f"{text} "))
         again: dict[str, list[float]] = {
             "search_messages": [],
+            "search_messages_new_text": [],
             "retrieval_search": [],
+            "retrieval_search_new_text": [],
             "retrieval_vector_only": [],
             "retrieval_text_only": [],
         }
-        for agent_id, text in asked:
+        for agent_id, text in asked:  # each kept vector beside a text never asked, call by call
             again["search_messages"].append(messages(agent_id, text))
+            again["search_messages_new_text"].append(messages(agent_id, f"{text}  "))
             again["retrieval_search"].append(search(agent_id, text))
+            again["retrieval_search_new_text"].append(search(agent_id, f"{text}   "))
             again["retrieval_vector_only"].append(search(agent_id, text, rpb.SEARCH_MODE_VECTOR))
             again["retrieval_text_only"].append(search(agent_id, text, rpb.SEARCH_MODE_FTS))
         floor: dict[str, list[float]] = {"memory_health": [], "retrieval_health": []}
@@ -142,7 +148,14 @@ def measure(memory_address: str, retrieval_address: str, asked: list[tuple[str, 
         for _ in asked:
             floor["memory_health"].append(timed(lambda: memory_health.Check(check)))
             floor["retrieval_health"].append(timed(lambda: retrieval_health.Check(check)))
+    paired = {
+        name: round(
+            statistics.median(a / b for a, b in zip(again[name], again[f"{name}_new_text"], strict=True)), 3
+        )
+        for name in ("search_messages", "retrieval_search")
+    }
     return {
+        "asked_again_over_new_text_median_ratio": paired,
         "first_ask": {name: summary(v) for name, v in first.items()},
         "asked_again": {name: summary(v) for name, v in again.items()},
         "floor": {name: summary(v) for name, v in floor.items()},

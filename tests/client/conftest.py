@@ -30,7 +30,7 @@ def server_loop() -> Iterator[LoopThread]:
 
 
 @pytest.fixture(scope="session")
-def services(server_loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServicePair]:
+def shared_pair(server_loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServicePair]:
     """The shared pair; each service is started by the first test that needs it."""
     root = tmp_path_factory.mktemp("services")
     pair = ServicePair(
@@ -44,17 +44,17 @@ def services(server_loop: LoopThread, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="session")
-def retrieval_target(server_loop: LoopThread, services: ServicePair) -> str:
+def retrieval_target(server_loop: LoopThread, shared_pair: ServicePair) -> str:
     """The address of the shared RetrievalService."""
-    server_loop.run(services.start_retrieval())
-    return services.retrieval_address
+    server_loop.run(shared_pair.start_retrieval())
+    return shared_pair.retrieval_address
 
 
 @pytest.fixture(scope="session")
-def memory_target(server_loop: LoopThread, services: ServicePair, retrieval_target: str) -> str:
+def memory_target(server_loop: LoopThread, shared_pair: ServicePair, retrieval_target: str) -> str:
     """The address of the shared MemoryService, which indexes into the shared RetrievalService."""
-    server_loop.run(services.start_memory())
-    return services.memory_address
+    server_loop.run(shared_pair.start_memory())
+    return shared_pair.memory_address
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from strata.console.app import create_app
 from strata.console.settings import ConsoleSettings
 from strata_memory.main import start_memory_server
 from strata_memory.settings import MemorySettings
-from tests.client.conftest import memory_target, retrieval_target, server_loop  # noqa: F401
+from tests.client.conftest import memory_target, retrieval_target, server_loop, shared_pair  # noqa: F401
 from tests.memory_process import free_port
 from tests.security.conftest import ADMIN_KEY
 from tests.servers import LoopThread

@@ -17,7 +17,7 @@ from strata.mcp.options import McpOptions
 from strata.mcp.server import http_app
 from strata_memory.main import start_memory_server
 from strata_memory.settings import MemorySettings
-from tests.client.conftest import retrieval_target, server_loop  # noqa: F401  (fixtures)
+from tests.client.conftest import retrieval_target, server_loop, shared_pair  # noqa: F401  (fixtures)
 from tests.mcp.sessions import HttpServer, LoopRunner, Open, Tenant, opener
 from tests.memory_process import free_port
 from tests.security.conftest import ADMIN_KEY

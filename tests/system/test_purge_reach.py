@@ -13,6 +13,8 @@ import pytest
 
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
+from strata.memory.v1 import resources_pb2 as pb
+from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.main import start_memory_server
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from tests.store_backends import empty_tables, postgres_schema
@@ -76,6 +78,59 @@ async def test_the_outbox_leaves_the_purges_delete_jobs_alone_while_the_purge_co
     counts = receipt_counts(receipt)
     assert (counts["vector_leg"], counts["text_leg"]) == (len(documents), len(documents))
     assert receipt.verified, receipt.verification_note
+
+
+async def test_purging_the_default_conversation_leaves_the_agent_able_to_talk(stack: Stack) -> None:
+    world = await build(stack.memory)
+    default = api.ConversationRef(agent_id=world.agent, conversation_id="default")
+
+    receipt = await stack.memory.Purge(api.PurgeRequest(conversation=default), timeout=60)
+
+    said = set(world.messages) - set(world.conversation_messages)
+    assert set(receipt.document_ids) == said
+    assert receipt_counts(receipt)["conversations"] == 0  # every agent has one: kept, empty
+    listed = await stack.memory.ListMessages(api.ListMessagesRequest(agent_id=world.agent))
+    assert {m.id for m in listed.messages} == set(world.conversation_messages)
+    appended = await stack.memory.AppendMessages(
+        api.AppendMessagesRequest(
+            agent_id=world.agent, messages=[pb.Message(role=pb.MESSAGE_ROLE_USER, content="Hi")]
+        )
+    )
+    assert appended.messages[0].conversation_id == "default"
+    await stack.memory.RecompileSystemPrompt(api.RecompileSystemPromptRequest(agent_id=world.agent))
+
+
+async def test_an_upsert_in_flight_during_the_purge_does_not_bring_the_document_back(
+    tmp_path: Path, system_embedder: OnnxSentenceEmbedder
+) -> None:
+    """The fault: the outbox's upsert of a new message waits 1 s before it is sent (a slow network),
+    and the purge comes meanwhile. Once Purge returns, no read may find the message again."""
+    url = f"sqlite:///{tmp_path}/memory.sqlite3"
+    async with running_stack(tmp_path, system_embedder, url, "embedded", outbox_idle_poll_seconds=0.05) as s:
+        agent = await s.memory.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="sam")))
+        assert s.pair.memory is not None
+        connection = s.pair.memory.retrieval
+        upsert, sending = connection.upsert, asyncio.Event()
+
+        async def slow_upsert(documents: Sequence[rpb.Document]) -> None:
+            sending.set()
+            await asyncio.sleep(1.0)
+            await upsert(documents)
+
+        connection.upsert = slow_upsert  # type: ignore[method-assign]
+        said = pb.Message(role=pb.MESSAGE_ROLE_USER, content=f"My {SECRET} PIN is 1234.")
+        appended = await s.memory.AppendMessages(
+            api.AppendMessagesRequest(agent_id=agent.id, messages=[said])
+        )
+        message_id = appended.messages[0].id
+        await asyncio.wait_for(sending.wait(), 10)
+
+        receipt = await s.memory.Purge(api.PurgeRequest(message_id=message_id), timeout=60)
+
+        assert receipt.verified, receipt.verification_note
+        for _ in range(30):  # 1.5 s: past the held upsert
+            assert await held(s.retrieval, [message_id]) == (set(), set())
+            await asyncio.sleep(0.05)
 
 
 async def test_another_tenants_ids_are_not_found_and_nothing_is_deleted(stack: Stack) -> None:

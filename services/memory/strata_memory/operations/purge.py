@@ -9,7 +9,9 @@ Order of work, each step durable before the next:
    every rendering that included a purged block (other replicas' caches hold theirs until evicted:
    never served again, as block ids are never reused). The delete jobs are leased to this
    purge for ``lease_seconds``: no outbox worker (of any replica) delivers them while the purge counts
-   what each leg held, which it could not do after they had been delivered.
+   what each leg held, which it could not do after they had been delivered. Jobs of the purged
+   documents that a worker is delivering right now are left to it: the purge waits (at most one
+   lease) until they are settled, so an upsert already on the wire cannot land after its deletion.
 2. RetrievalService is read by id (what each leg holds, for the counts), deletes the documents by id
    from both legs (an agent's also by filter, which reaches documents the store no longer knew of),
    and the delete jobs are dropped.
@@ -21,8 +23,11 @@ Order of work, each step durable before the next:
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Sequence
+from functools import partial
 
 from sqlalchemy.engine import Connection
 
@@ -47,6 +52,7 @@ from strata_memory.store.records import now_us
 from strata_serving.errors import StrataError
 
 ID_CHUNK = 1_000  # ids per DeleteDocuments / FindDocuments call (RetrievalService allows more)
+SETTLE_POLL_SECONDS = 0.05
 
 
 class Purger:
@@ -61,9 +67,12 @@ class Purger:
     async def purge(self, tenant_id: str, target: PurgeTarget) -> PurgeReceipt:
         """Purge ``target`` of ``tenant_id`` and return the receipt (see the module docstring)."""
         owner = f"purge-{uuid.uuid4().hex[:16]}"
-        tally, job_ids = await self._db.write(lambda conn: self._forget_rows(conn, tenant_id, target, owner))
+        tally, job_ids, in_flight = await self._db.write(
+            lambda conn: self._forget_rows(conn, tenant_id, target, owner)
+        )
         self._prompts.renders.forget(tally.block_ids)
         ids = sorted(tally.document_ids)
+        await self._settled(in_flight)
         try:
             held = await self._find(tenant_id, ids)
             unknown = await self._delete_documents(tenant_id, target, ids)
@@ -79,7 +88,7 @@ class Purger:
 
     def _forget_rows(
         self, conn: Connection, tenant_id: str, target: PurgeTarget, owner: str
-    ) -> tuple[Tally, list[int]]:
+    ) -> tuple[Tally, list[int], list[int]]:
         tally = Tally()
         recompile: Sequence[str] = ()
         changed: Sequence[str] = ()
@@ -95,7 +104,7 @@ class Purger:
             case PurgeKind.CONVERSATION:
                 purge_rows.purge_conversation(conn, tenant_id, target.agent_id, target.id, tally)
         named = sorted(tally.document_ids) + ([target.id] if target.kind is PurgeKind.AGENT else [])
-        purge_rows.drop_jobs(conn, tenant_id, named, tally)
+        in_flight = purge_rows.drop_jobs(conn, tenant_id, named, tally)
         purge_rows.forget_write_requests(conn, tenant_id, {*named, *tally.block_ids}, tally)
         job_ids = index_jobs.enqueue(conn, tenant_id, index_jobs.DELETE, sorted(tally.document_ids))
         if target.kind is PurgeKind.AGENT:
@@ -107,7 +116,18 @@ class Purger:
             )
         if changed:
             self._prompts.after_memory_change(conn, tenant_id, changed)
-        return tally, job_ids
+        return tally, job_ids, in_flight
+
+    async def _settled(self, job_ids: Sequence[int]) -> None:
+        """Wait (at most one lease) until no worker is delivering these jobs: an upsert of a purged
+        document already on the wire lands first, and the worker then deletes what the store no
+        longer holds (``delivery.upsert_as_stored``), before the purge deletes and reads back."""
+        deadline = time.monotonic() + self._lease_us / 1_000_000
+        waiting = list(job_ids)
+        while waiting and time.monotonic() < deadline:
+            waiting = await self._db.read(partial(purge_rows.leased_jobs, job_ids=waiting))
+            if waiting:
+                await asyncio.sleep(SETTLE_POLL_SECONDS)
 
     async def _delete_documents(self, tenant_id: str, target: PurgeTarget, ids: Sequence[str]) -> int:
         """Delete the documents from both index legs by id; for an agent, then whatever else the index

@@ -33,6 +33,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from strata_memory.domain.purge import Tally
 from strata_memory.store import agents, archives, blocks, memory_history, schema
 from strata_memory.store.notices import announce_jobs
+from strata_memory.store.records import DEFAULT_CONVERSATION, now_us
 from strata_serving.errors import NotFound
 
 _messages, _jobs = schema.messages, schema.index_jobs
@@ -46,14 +47,26 @@ def _delete(conn: Connection, tally: Tally, store: str, table: Table, *where: Co
     tally.add(store, int(conn.execute(delete(table).where(*where)).rowcount))
 
 
-def drop_jobs(conn: Connection, tenant_id: str, document_ids: Sequence[str], tally: Tally) -> None:
-    """Delete every outbox job (pending, leased or parked) naming one of these documents."""
+def drop_jobs(conn: Connection, tenant_id: str, document_ids: Sequence[str], tally: Tally) -> list[int]:
+    """Delete every outbox job (pending, backing off or parked) naming one of these documents, except
+    those a worker is delivering now (leased): their ids are returned, for the caller to wait until
+    they are settled (an upsert on the wire would land after the purge's deletion otherwise)."""
     ids = sorted(set(document_ids))
+    now = now_us()
+    in_flight: list[int] = []
     for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        _delete(
-            conn, tally, "index_jobs", _jobs, _jobs.c.tenant_id == tenant_id, _jobs.c.document_id.in_(chunk)
-        )
+        naming = (_jobs.c.tenant_id == tenant_id, _jobs.c.document_id.in_(ids[start : start + 500]))
+        leased = conn.execute(select(_jobs.c.id).where(*naming, _jobs.c.lease_until_us > now)).scalars()
+        in_flight += [int(job_id) for job_id in leased]
+        _delete(conn, tally, "index_jobs", _jobs, *naming, _jobs.c.lease_until_us <= now)
+    return in_flight
+
+
+def leased_jobs(conn: Connection, job_ids: Sequence[int]) -> list[int]:
+    """Which of these jobs a worker still holds under a live lease."""
+    now = now_us()
+    query = select(_jobs.c.id).where(_jobs.c.id.in_(list(job_ids)), _jobs.c.lease_until_us > now)
+    return [int(job_id) for job_id in conn.execute(query).scalars()]
 
 
 def hold_jobs(conn: Connection, job_ids: Sequence[int], *, owner: str, until_us: int) -> None:
@@ -98,7 +111,8 @@ def purge_message(conn: Connection, tenant_id: str, message_id: str, tally: Tall
 def purge_conversation(
     conn: Connection, tenant_id: str, agent_id: str, conversation_id: str, tally: Tally
 ) -> None:
-    """Delete a conversation of the tenant's agent with its messages and its compiled prompt."""
+    """Delete a conversation of the tenant's agent with its messages and its compiled prompt; the
+    agent's ``default`` conversation loses its messages and prompt but stays."""
     agents.get_agent(conn, tenant_id, agent_id, for_update=True)
     agents.get_conversation(conn, agent_id, conversation_id)
     where = (_messages.c.agent_id == agent_id, _messages.c.conversation_id == conversation_id)
@@ -114,6 +128,8 @@ def purge_conversation(
         prompts.agent_id == agent_id,
         prompts.conversation_id == conversation_id,
     )
+    if conversation_id == DEFAULT_CONVERSATION:
+        return  # every agent has it (appends without a conversation go there): kept, empty
     conv = schema.conversations.c
     _delete(
         conn,

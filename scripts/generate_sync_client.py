@@ -25,6 +25,7 @@ MODULES = (
     "async_base",
     "async_archival",
     "async_agent_files",
+    "async_purge",
     "async_client",
     "async_retrieval",
     "async_admin",

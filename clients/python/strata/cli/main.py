@@ -27,6 +27,7 @@ from strata.cli import (
     memfs,
     messages,
     prompt,
+    purge,
     search,
 )
 from strata.cli.commands import UsageError
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.register(groups)
     messages.register(groups)
     archival.register(groups)
+    purge.register(groups)
     search.register(groups)
     loadtest.register(groups)
     memfs.register(groups)

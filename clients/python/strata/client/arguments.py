@@ -13,6 +13,7 @@ import grpc
 from google.protobuf import field_mask_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 
 DEFAULT_TARGET = "127.0.0.1:50051"
@@ -88,3 +89,23 @@ def moment(at: datetime | None) -> Timestamp | None:
     stamp = Timestamp()
     stamp.FromDatetime(at if at.tzinfo else at.replace(tzinfo=UTC))
     return stamp
+
+
+PURGE_KINDS = ("agent", "block", "passage", "message", "conversation")
+"""What a purge may target (``purge(kind=…)``, ``strata purge KIND``)."""
+
+
+def purge_request(kind: str, target_id: str, agent_id: str = "") -> api.PurgeRequest:
+    """The PurgeRequest naming one target (a conversation with its ``agent_id``); ValueError for an
+    unknown kind or a conversation without its agent."""
+    if kind == "conversation":
+        if not agent_id:
+            raise ValueError("a conversation is purged with its agent_id")
+        return api.PurgeRequest(
+            conversation=api.ConversationRef(agent_id=agent_id, conversation_id=target_id)
+        )
+    request = api.PurgeRequest()
+    if kind not in PURGE_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(PURGE_KINDS)}, not {kind!r}")
+    setattr(request, f"{kind}_id", target_id)
+    return request

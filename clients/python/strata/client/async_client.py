@@ -21,12 +21,13 @@ from typing import Any
 from strata.client.arguments import block_ref, field_mask, moment, request_id_or_new, tool_arguments
 from strata.client.async_agent_files import AsyncAgentFileMethods
 from strata.client.async_archival import AsyncArchivalMethods
+from strata.client.async_purge import AsyncPurgeMethods
 from strata.client.paging import PageGuard
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 
 
-class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods):
+class AsyncMemoryClient(AsyncArchivalMethods, AsyncAgentFileMethods, AsyncPurgeMethods):
     """Every MemoryService RPC over a ``grpc.aio`` channel; use as a context manager or ``close()``.
 
     ``AsyncMemoryClient(target, tenant=None, timeout=30.0, credentials=None, options=())``:

@@ -16,11 +16,12 @@ from strata.client.arguments import block_ref, field_mask, moment, request_id_or
 from strata.client.paging import PageGuard
 from strata.client.sync_agent_files import AgentFileMethods
 from strata.client.sync_archival import ArchivalMethods
+from strata.client.sync_purge import PurgeMethods
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import resources_pb2 as pb
 
 
-class MemoryClient(ArchivalMethods, AgentFileMethods):
+class MemoryClient(ArchivalMethods, AgentFileMethods, PurgeMethods):
     """Every MemoryService RPC over a ``grpc`` channel; use as a context manager or ``close()``.
 
     ``MemoryClient(target, tenant=None, timeout=30.0, credentials=None, options=())``:

@@ -16,7 +16,8 @@ and their settings), as **bench-public-entry-points** requires of everything in 
 - :class:`BackgroundPair`: a ServicePair on its own LoopThread, started and stopped from blocking
   code (a benchmark whose measured clients keep the main loop to themselves, a sync client).
 
-Servers bind ``127.0.0.1:0`` (a free port); nothing here uses the default ports.
+Servers bind ``127.0.0.1:0`` (a free port); nothing here uses the default ports. One service alone
+needs no harness: ``start_memory_server(settings)`` or ``RetrievalApp(settings).start()`` is one call.
 """
 
 from __future__ import annotations

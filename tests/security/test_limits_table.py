@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -242,6 +243,54 @@ def _archival_search(calls: Calls, row: Row, make: Callable[[str, int], api.Sear
     found = served(calls.memory.SearchArchival, make(agent.id, row.value))
     assert isinstance(found, api.SearchArchivalResponse)
     refused(calls.memory.SearchArchival, make(agent.id, row.value + 1), row)
+
+
+def _sized(make: Callable[[int], Any], size: int) -> Any:
+    """``make(n)`` with the ``n`` that makes the request exactly ``size`` bytes."""
+    n = size
+    while make(n).ByteSize() > size:
+        n -= make(n).ByteSize() - size
+    assert make(n).ByteSize() == size
+    return make(n)
+
+
+def _refused_unparsed_over(call: Callable[..., object], make: Callable[[int], Any], row: Row) -> None:
+    """At ``row.value`` bytes the request is parsed (and refused for what it holds, never for its
+    size); one byte more and it is refused before it is parsed."""
+    with pytest.raises(grpc.RpcError) as parsed:
+        served(call, _sized(make, row.value))
+    assert parsed.value.code() is not grpc.StatusCode.RESOURCE_EXHAUSTED
+    refused(call, _sized(make, row.value + 1), row)
+
+
+@probe("memory.search_request_bytes")
+def _search_request_bytes(calls: Calls, row: Row) -> None:
+    agent = calls.agent(agent=pb.Agent(name="search-bytes"))
+    widest = api.SearchArchivalRequest(
+        agent_id=agent.id, query="\U0001f600" * 10_000, tags=["\U0001f600" * 100] * 64
+    )
+    assert widest.ByteSize() < row.value
+    served(calls.memory.SearchArchival, widest)
+    _refused_unparsed_over(
+        calls.memory.SearchArchival,
+        lambda n: api.SearchArchivalRequest(agent_id=agent.id, query="q", tags=["t" * n]),
+        row,
+    )
+    refused(
+        calls.memory.SearchMessages,
+        _sized(lambda n: api.SearchMessagesRequest(agent_id=agent.id, query="q" * n), row.value + 1),
+        row,
+    )
+
+
+@probe("memory.read_request_bytes")
+def _read_request_bytes(calls: Calls, row: Row) -> None:
+    agent = calls.agent(agent=pb.Agent(name="read-bytes"))
+
+    def listed(n: int) -> api.ListBlocksRequest:
+        return api.ListBlocksRequest(agent_id=agent.id, page_token="p" * n)
+
+    _refused_unparsed_over(calls.memory.ListBlocks, listed, row)
 
 
 @probe("memory.filter_tags")

@@ -81,3 +81,81 @@ def check_tag_filter(tags: Sequence[str], field: str = "tags") -> None:
             raise InvalidArgument.field(
                 f"{field}[{i}]", f"has {len(tag)} characters; at most {MAX_TAG_CHARS}"
             )
+
+
+# Admission (strata_serving.fair_admission): each pool is (capacity, share per tenant, queue per
+# tenant); each listed method has its largest request in bytes and its pool.
+SEARCH_REQUEST_BYTES = 128 * 1024
+"""Largest SearchArchival / SearchMessages request, refused (RESOURCE_EXHAUSTED) before it is parsed.
+A valid one is under 70 KB: a query of ``MAX_QUERY_CHARS`` and ``MAX_FILTER_TAGS`` tags of
+``MAX_TAG_CHARS``, at up to 4 bytes a character."""
+READ_REQUEST_BYTES = 64 * 1024
+"""Largest request of a method that names resources and reads them (Get…, List…, Diff…, Render…)."""
+ADMISSION_POOLS: dict[str, tuple[int, int, int]] = {
+    "searches": (2, 1, 8),
+    "writes": (4, 1, 16),
+    "bulk": (2, 1, 0),
+}
+"""Defaults of the settings ``admission_searches``, ``admission_writes``, ``admission_bulk``: searches
+embed a query in RetrievalService, writes hold a store transaction, bulk is Reindex. One running call
+per tenant: on a 2-core host one search already keeps both cores busy (the embedder's threads), and
+SQLite runs one write at a time whatever the concurrency. A second Reindex stream of one tenant is
+refused at once, not queued (as ``reindex_streams_per_tenant`` documents)."""
+_WRITES = [
+    "CreateAgent",
+    "UpdateAgent",
+    "DeleteAgent",
+    "CreateBlock",
+    "UpdateBlock",
+    "DeleteBlock",
+    "AttachBlock",
+    "DetachBlock",
+    "RestoreBlockVersion",
+    "CreateConversation",
+    "AttachFile",
+    "UpdateFile",
+    "DetachFile",
+    "AppendMessages",
+    "CreateArchive",
+    "DeleteArchive",
+    "AttachArchive",
+    "DetachArchive",
+    "CreatePassages",
+    "DeletePassage",
+    "RecompileSystemPrompt",
+    "ExecuteTool",
+    "ImportAgentFile",
+    "Purge",
+]
+_READS = [
+    "GetAgent",
+    "ListAgents",
+    "GetBlock",
+    "ListBlocks",
+    "ListBlockVersions",
+    "DiffBlockVersions",
+    "DiffMemory",
+    "ListConversations",
+    "ListFiles",
+    "ListMessages",
+    "GetArchive",
+    "ListArchives",
+    "ListPassages",
+    "RenderMemory",
+    "GetSystemPrompt",
+    "GetPromptReceipt",
+    "ListTools",
+    "ExportAgentFile",
+]
+
+
+def admission_methods(max_message_bytes: int) -> dict[str, tuple[int, str | None]]:
+    """MemoryService's method names -> (largest request in bytes, pool name or None)."""
+    methods: dict[str, tuple[int, str | None]] = {
+        "SearchArchival": (SEARCH_REQUEST_BYTES, "searches"),
+        "SearchMessages": (SEARCH_REQUEST_BYTES, "searches"),
+        "Reindex": (READ_REQUEST_BYTES, "bulk"),
+    }
+    methods |= dict.fromkeys(_WRITES, (max_message_bytes, "writes"))
+    methods |= dict.fromkeys(_READS, (READ_REQUEST_BYTES, None))
+    return methods

@@ -23,7 +23,7 @@ from strata_memory.admin_servicer import AdminServicer
 from strata_memory.indexing.outbox import OutboxPolicy, OutboxWorker
 from strata_memory.indexing.reindex import Reindexer
 from strata_memory.indexing.retrieval_connection import RetrievalConnection
-from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED, agent_file_bytes
+from strata_memory.limits import RESPONSE_BYTES_UNBOUNDED, admission_methods, agent_file_bytes
 from strata_memory.metrics import DeliveryMetrics, OutboxCollector
 from strata_memory.operations.agent_files import AgentFiles
 from strata_memory.operations.agents import Agents
@@ -48,6 +48,8 @@ from strata_memory.store.notices import JobNotices
 from strata_memory.store.postgres_session import SessionLimits
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.entry_point import run_service
+from strata_serving.fair_admission import AdmissionInterceptor, MethodRule
+from strata_serving.fair_share import FairShare, PoolLimits
 from strata_serving.server import GrpcServer
 from strata_serving.tls import channel_credentials, server_tls
 
@@ -133,6 +135,7 @@ def build_operations(
             context_legs=settings.recall_context_legs,
             max_request_bytes=settings.retrieval_max_message_bytes,
             streams_per_tenant=settings.reindex_streams_per_tenant,
+            duty_cycle=settings.reindex_duty_cycle,
         ),
         index_queue=outbox,
         agent_files=AgentFiles(
@@ -202,7 +205,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
         settings.address,
         service_names=[SERVICE_NAME, *([ADMIN_SERVICE_NAME] if admin is not None else [])],
         register=register,
-        extra_interceptors=_auth_interceptors(settings, database),
+        extra_interceptors=[*_auth_interceptors(settings, database), *_admission(settings)],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             ("grpc.max_send_message_length", RESPONSE_BYTES_UNBOUNDED),
@@ -254,6 +257,24 @@ def _auth_interceptors(settings: MemorySettings, database: Database) -> list[Aut
     )
     authenticator = MemoryAuthenticator(database, _secret(settings.admin_api_key))
     return [AuthInterceptor(authenticator, policy)]
+
+
+def _admission(settings: MemorySettings) -> list[AdmissionInterceptor]:
+    """Per-tenant fair pools and request sizes (strata_memory.limits), after authentication."""
+    if not settings.admission:
+        return []
+    configured = {
+        "searches": settings.admission_searches,
+        "writes": settings.admission_writes,
+        "bulk": settings.admission_bulk,
+    }
+    what = {"searches": "searches", "writes": "writes", "bulk": "Reindex streams"}
+    pools = {name: FairShare(what[name], PoolLimits(*limits)) for name, limits in configured.items()}
+    rules = {
+        f"/{SERVICE_NAME}/{method}": MethodRule(size, pool)
+        for method, (size, pool) in admission_methods(settings.max_message_bytes).items()
+    }
+    return [AdmissionInterceptor(rules, pools)]
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from strata_memory.limits import DEFAULT_RETRIEVAL_MESSAGE_BYTES
+from strata_memory.limits import ADMISSION_POOLS, DEFAULT_RETRIEVAL_MESSAGE_BYTES
 from strata_serving.key_strength import check_key
 from strata_serving.settings import ServingSettings
 
@@ -127,6 +127,19 @@ class MemorySettings(ServingSettings):
     searches_per_tenant: int = Field(default=8, ge=0)
     """Searches (each embeds a query in RetrievalService) one tenant may have in flight; beyond it
     a call fails at once with RESOURCE_EXHAUSTED (reason TENANT_CONCURRENCY_LIMIT). 0: no limit."""
+    admission_searches: tuple[int, int, int] = ADMISSION_POOLS["searches"]
+    """SearchArchival and SearchMessages: (running at once in all, running per tenant, waiting per
+    tenant). A call past its tenant's running share waits; waiting tenants take turns (round robin);
+    past the waiting bound it fails at once (RESOURCE_EXHAUSTED, TENANT_CONCURRENCY_LIMIT). JSON in
+    the environment: ``[2, 1, 8]``. Applies while ``admission`` is on."""
+    admission_writes: tuple[int, int, int] = ADMISSION_POOLS["writes"]
+    """The same for every method that writes (Create…, Update…, Delete…, Attach…, Detach…, appends,
+    ExecuteTool, imports, Purge)."""
+    admission_bulk: tuple[int, int, int] = ADMISSION_POOLS["bulk"]
+    """The same for Reindex streams (held for the whole stream)."""
+    reindex_duty_cycle: float = Field(default=0.5, gt=0, le=1)
+    """Share of its time a Reindex stream spends re-embedding: after each batch it pauses so other
+    tenants' searches and writes get the CPU (0.5: a pause as long as the batch; 1: no pause)."""
 
     @model_validator(mode="after")
     def _auth_needs_keys(self) -> MemorySettings:

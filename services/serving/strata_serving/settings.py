@@ -44,6 +44,11 @@ class ServingSettings(BaseSettings):
     """The most connections held at once (more are closed when accepted); None: the descriptor limit
     minus a reserve of 256 (strata_serving.connections)."""
 
+    # Admission (strata_serving.fair_admission; each service's pools and sizes are in its limits).
+    admission: bool = True
+    """Per-tenant fair pools and per-method request sizes, decided before a request is parsed; off:
+    every call is admitted as it comes (only the global message size applies)."""
+
     # Observability.
     log_level: str = "INFO"
     log_json: bool | None = None

@@ -6,7 +6,9 @@ the scope but the store no longer does deleted. Nothing is deleted first, so a R
 timed out or killed part-way leaves every stored document as searchable as before; running it again
 (or to the end) converges, so it is idempotent. A document RetrievalService refuses is handed to the
 outbox as an upsert job, which retries it and parks it if it keeps failing. Each tenant may run at
-most ``streams_per_tenant`` Reindex streams at once (RESOURCE_EXHAUSTED beyond).
+most ``streams_per_tenant`` Reindex streams at once (RESOURCE_EXHAUSTED beyond). A stream yields to
+other work: with ``duty_cycle`` d < 1, after each batch it pauses (1/d - 1) times as long as the
+batch took, so at most a share d of the time goes to re-embedding (0.5: a pause as long as the batch).
 
 A batch's upsert and the deletion that follows it (of what the store no longer holds: a deletion
 delivered while the upsert was on the wire must not be undone by it) go together: a stream cancelled
@@ -17,6 +19,7 @@ same, so a cancellation in between would leave a document deleted meanwhile inde
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -68,13 +71,17 @@ class Reindexer:
         context_legs: str = "both",
         max_request_bytes: int = 64 * 1024 * 1024,
         streams_per_tenant: int = 1,
+        duty_cycle: float = 1.0,
     ) -> None:
+        if not 0 < duty_cycle <= 1:
+            raise ValueError("the Reindex duty cycle must be in (0, 1]")
         self._db = db
         self._retrieval = retrieval
         self._context_turns = context_turns
         self._context_legs = context_legs
         self._budget = outbox_batch_bytes(max_request_bytes)
         self.streams = TenantConcurrency(streams_per_tenant, what="Reindex streams")
+        self._pause_per_second = 1 / duty_cycle - 1
         self._finishing: set[asyncio.Task[Any]] = set()  # upserts carried on past a cancelled stream
 
     async def run(self, scope: ReindexScope, *, batch_size: int) -> AsyncIterator[Progress]:
@@ -86,7 +93,10 @@ class Reindexer:
             for tenant_id, ids in plan.items():
                 for start in range(0, len(ids), batch_size):
                     chunk = ids[start : start + batch_size]
+                    began = time.monotonic()
                     await self._send(tenant_id, chunk)
+                    if self._pause_per_second:
+                        await asyncio.sleep((time.monotonic() - began) * self._pause_per_second)
                     done += len(chunk)
                     yield Progress(total, done)
                 await self._drop_vanished(tenant_id, scope)

@@ -1,0 +1,139 @@
+"""AdmissionInterceptor through a real grpc.aio server: a tenant beyond its share and queue is refused
+at once while another tenant is served; an oversized request is refused before it is parsed; refusals
+are counted against the tenant that sent them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf.wrappers_pb2 import StringValue
+
+from strata_serving.fair_admission import AdmissionInterceptor, MethodRule
+from strata_serving.fair_share import FairShare, PoolLimits
+from strata_serving.server import GrpcServer
+from strata_serving.status import error_info_from
+
+SERVICE = "strata.test.Search"
+SEARCH = f"/{SERVICE}/Search"
+STREAM = f"/{SERVICE}/Watch"
+
+
+class Backend:
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.started: list[str] = []
+        self.two_started = asyncio.Event()
+
+    async def search(self, request: StringValue, context: grpc.aio.ServicerContext[Any, Any]) -> StringValue:
+        self.started.append(request.value)
+        if len(self.started) == 2:
+            self.two_started.set()
+        if request.value.startswith("block"):
+            await self.release.wait()
+        return StringValue(value=f"found {request.value}")
+
+    async def watch(
+        self, request: StringValue, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[StringValue]:
+        for i in range(3):
+            yield StringValue(value=f"{request.value} {i}")
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[GrpcServer, Backend, AdmissionInterceptor]]:
+    backend = Backend()
+    pool = FairShare("searches", PoolLimits(capacity=4, share=2, queue=1))
+    rules = {SEARCH: MethodRule(1024, "searches"), STREAM: MethodRule(1024, "searches")}
+    admission = AdmissionInterceptor(rules, {"searches": pool})
+
+    def register(server: grpc.aio.Server) -> None:
+        handlers = {
+            "Search": grpc.unary_unary_rpc_method_handler(
+                backend.search, StringValue.FromString, StringValue.SerializeToString
+            ),
+            "Watch": grpc.unary_stream_rpc_method_handler(
+                backend.watch, StringValue.FromString, StringValue.SerializeToString
+            ),
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+
+    server = GrpcServer(
+        "127.0.0.1:0", service_names=[SERVICE], register=register, extra_interceptors=[admission]
+    )
+    await server.start()
+    yield server, backend, admission
+    backend.release.set()
+    await server.stop(0)
+
+
+def _tenant(name: str) -> tuple[tuple[str, str]]:
+    return (("x-strata-tenant", name),)
+
+
+async def test_a_tenant_beyond_its_share_and_queue_is_refused_while_another_is_served(
+    served: tuple[GrpcServer, Backend, AdmissionInterceptor],
+) -> None:
+    server, backend, admission = served
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        search = channel.unary_unary(SEARCH, StringValue.SerializeToString, StringValue.FromString)
+        noisy = [
+            asyncio.ensure_future(
+                search(StringValue(value=f"block {i}"), metadata=_tenant("noisy"), timeout=10)
+            )
+            for i in range(3)
+        ]
+        async with asyncio.timeout(5):
+            await backend.two_started.wait()
+        await asyncio.sleep(0.1)
+        assert len(backend.started) == 2  # the third waits its turn: the tenant's share is 2
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await search(StringValue(value="block 4"), metadata=_tenant("noisy"), timeout=10)
+        assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        info = error_info_from(refused.value.trailing_metadata())
+        assert info is not None
+        assert info.reason == "TENANT_CONCURRENCY_LIMIT"
+        assert dict(info.metadata) == {"tenant": "noisy", "limit": "3"}
+        quiet = await search(StringValue(value="quiet"), metadata=_tenant("quiet"), timeout=2)
+        assert quiet.value == "found quiet"
+        backend.release.set()
+        assert [reply.value for reply in await asyncio.gather(*noisy)] == [
+            f"found block {i}" for i in range(3)
+        ]
+    assert admission.refused == {"noisy": 1}
+
+
+async def test_an_oversized_request_is_refused_before_it_is_parsed(
+    served: tuple[GrpcServer, Backend, AdmissionInterceptor],
+) -> None:
+    server, backend, admission = served
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        raw = channel.unary_unary(SEARCH, None, None)
+        with pytest.raises(grpc.aio.AioRpcError) as big:
+            await raw(b"\xff" * 200_000, metadata=_tenant("noisy"), timeout=5)  # not a valid message
+        assert big.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "200,000 bytes" in (big.value.details() or "")
+        with pytest.raises(grpc.aio.AioRpcError) as garbage:
+            await raw(b"\xff" * 10, metadata=_tenant("noisy"), timeout=5)
+        assert garbage.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert backend.started == []
+    assert admission.refused == {"noisy": 1}
+
+
+async def test_a_streamed_response_is_admitted_and_delivered(
+    served: tuple[GrpcServer, Backend, AdmissionInterceptor],
+) -> None:
+    server, _, admission = served
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        watch = channel.unary_stream(STREAM, StringValue.SerializeToString, StringValue.FromString)
+        replies = [reply.value async for reply in watch(StringValue(value="w"), metadata=_tenant("a"))]
+    assert replies == ["w 0", "w 1", "w 2"]
+    assert admission.pools["searches"].running("a") == 0
+
+
+def test_rules_must_name_existing_pools() -> None:
+    with pytest.raises(ValueError, match="pools that do not exist"):
+        AdmissionInterceptor({SEARCH: MethodRule(10, "nowhere")}, {})

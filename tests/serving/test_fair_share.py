@@ -1,0 +1,101 @@
+"""FairShare: capacity, per-tenant share and queue, turns in round robin, weights, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from strata_serving.errors import ResourceExhausted
+from strata_serving.fair_share import FairShare, PoolLimits
+
+
+async def _hold(pool: FairShare, tenant: str, release: asyncio.Event, order: list[str]) -> None:
+    async with pool.slot(tenant):
+        order.append(tenant)
+        await release.wait()
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_tenant_runs_at_most_its_share_and_waits_beyond_it() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=4, share=2, queue=8))
+    release, order = asyncio.Event(), list[str]()
+    tasks = [asyncio.create_task(_hold(pool, "noisy", release, order)) for _ in range(5)]
+    await _settle()
+    assert (pool.running("noisy"), pool.waiting("noisy")) == (2, 3)
+    quiet = asyncio.create_task(_hold(pool, "quiet", release, order))
+    await _settle()
+    assert pool.running("quiet") == 1  # capacity left: the quiet tenant does not wait at all
+    release.set()
+    await asyncio.gather(*tasks, quiet)
+    assert pool.running("noisy") == 0
+
+
+async def test_a_full_queue_is_refused_at_once_and_counted() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=4, share=1, queue=2))
+    release, order = asyncio.Event(), list[str]()
+    tasks = [asyncio.create_task(_hold(pool, "noisy", release, order)) for _ in range(3)]
+    await _settle()
+    with pytest.raises(ResourceExhausted) as refused:
+        await pool.acquire("noisy")
+    assert refused.value.reason == "TENANT_CONCURRENCY_LIMIT"
+    assert refused.value.metadata == {"tenant": "noisy", "limit": "3"}
+    assert pool.refused == {"noisy": 1}
+    release.set()
+    await asyncio.gather(*tasks)
+
+
+async def test_waiting_tenants_take_turns_whatever_their_queue_length() -> None:
+    pool = FairShare("writes", PoolLimits(capacity=1, share=1, queue=100))
+    gate, order = asyncio.Event(), list[str]()
+    first = asyncio.create_task(_hold(pool, "a", gate, order))
+    await _settle()
+    tasks = [asyncio.create_task(_hold(pool, "a", gate, order)) for _ in range(5)]
+    await _settle()
+    tasks += [asyncio.create_task(_hold(pool, "b", gate, order)) for _ in range(2)]
+    await _settle()
+    gate.set()
+    await asyncio.gather(first, *tasks)
+    assert order == ["a", "a", "b", "a", "b", "a", "a", "a"]
+
+
+async def test_a_weight_gives_more_turns() -> None:
+    pool = FairShare("writes", PoolLimits(capacity=1, share=1, queue=100), weights={"big": 2})
+    gate, order = asyncio.Event(), list[str]()
+    first = asyncio.create_task(_hold(pool, "small", gate, order))
+    await _settle()
+    go = asyncio.Event()
+    tasks = [asyncio.create_task(_hold(pool, "big", go, order)) for _ in range(4)]
+    tasks += [asyncio.create_task(_hold(pool, "small", go, order)) for _ in range(2)]
+    await _settle()
+    gate.set()
+    go.set()
+    await asyncio.gather(first, *tasks)
+    assert order == ["small", "big", "big", "small", "big", "big", "small"]
+
+
+async def test_a_waiter_that_gives_up_leaves_the_queue() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=1, share=1, queue=2))
+    release, order = asyncio.Event(), list[str]()
+    holder = asyncio.create_task(_hold(pool, "a", release, order))
+    await _settle()
+    waiter = asyncio.create_task(_hold(pool, "a", release, order))
+    await _settle()
+    assert pool.waiting("a") == 1
+    waiter.cancel()
+    await _settle()
+    assert pool.waiting("a") == 0
+    release.set()
+    await holder
+    assert pool.running("a") == 0
+    async with pool.slot("b"):
+        assert pool.running("b") == 1
+
+
+def test_limits_must_make_sense() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        PoolLimits(capacity=0, share=1, queue=0)

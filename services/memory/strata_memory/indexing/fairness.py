@@ -1,9 +1,9 @@
 """Which tenants' index jobs go into the next outbox batch: round robin over tenants.
 
-The outbox used to be one FIFO for everyone, so a fresh write waited behind every job queued before
-it — 6,000 messages of another tenant meant a minute. Now each batch of ``budget`` jobs is dealt one
-slot at a time to the tenants with jobs ready, in a fixed rotation that resumes after the tenant
-dealt the last slot of the previous batch. The bound this gives (``fair_shares`` proves it in its
+A tenant's fresh write must not wait behind another tenant's backlog (the figures of a single FIFO:
+bench/perf/findings.md). Each batch of ``budget`` jobs is dealt one slot at a time to the tenants with
+jobs ready, in a fixed rotation that resumes after the tenant dealt the last slot of the previous
+batch. The bound this gives (``fair_shares`` proves it in its
 tests): with T tenants waiting, every tenant gets at least ``min(its backlog, budget // T)`` jobs of
 each batch, and when T exceeds the budget every tenant is dealt a slot within ``ceil(T / budget)``
 batches. So a tenant's fresh job waits behind at most one batch of anyone else's backlog

@@ -1,12 +1,12 @@
 """Counts kept beside what they count: agents.message_count and archives.passage_count, filled from the
 rows already stored, and an index on archive_agents.agent_id.
 
-``<memory_metadata>`` reports an agent's messages and the passages of its archives. Every compile
-counted the rows (every tool edit of an ``on_edit`` agent, every prompt read): 53-108 ms at 2M messages
-of one agent on SQLite and PostgreSQL, growing with its history. The store now keeps both counts in the
-transactions that add or delete messages and passages (store/agents.py, store/archives.py), and a
-compile reads them. The agent's archives were found by scanning archive_agents, whose primary key starts
-with archive_id: every attachment of every tenant.
+``<memory_metadata>`` reports an agent's messages and the passages of its archives. Counting the rows
+at every compile (every tool edit of an ``on_edit`` agent, every prompt read) grows with the agent's
+history (the figures: bench/perf/findings.md). The store keeps both counts in the transactions that add
+or delete messages and passages (store/agents.py, store/archives.py), and a compile reads them. The
+agent's archives were found by scanning archive_agents, whose primary key starts with archive_id:
+every attachment of every tenant.
 
 Every replica must run this revision's code once it is applied: an older one would add messages or
 passages without counting them.

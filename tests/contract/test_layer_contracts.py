@@ -35,6 +35,14 @@ def test_product_code_has_no_import_cycles() -> None:
     assert cycles(grimp.build_graph(*PRODUCT, cache_dir=None), PRODUCT) == []
 
 
+def test_the_graph_sees_both_distributions_of_the_strata_namespace() -> None:
+    """`strata` spans strata-client and strata-stubs: the contracts see both halves, or they pass empty."""
+    modules = grimp.build_graph("strata", cache_dir=None).modules
+    assert {"strata.cli.main", "strata.client.async_base"} <= modules  # clients/python
+    stubs = {"strata.memory.v1.memory_service_pb2", "strata.contract.channel_policy"}  # proto/python
+    assert stubs <= modules
+
+
 def _only_imports(graph: grimp.ImportGraph, allowed: list[str]) -> list[tuple[object, object]]:
     contract = OnlyImportsContract(
         "pure", session_options={}, contract_options={"source_modules": ["core"], "allowed_modules": allowed}

@@ -2,6 +2,7 @@
 export * from "./errors.js";
 export * from "./memory.js";
 export * from "./paging.js";
+export * from "./purge.js";
 export * from "./retrieval.js";
 export * from "./transport.js";
 export { ErrorReason as MemoryErrorReason } from "./gen/strata/memory/v1/errors_pb.js";

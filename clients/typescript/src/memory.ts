@@ -15,6 +15,7 @@ import {
   type ImportAgentFileResponse,
   MemoryService,
   type MessageHit,
+  type PurgeReceipt,
   type ReindexProgress,
   SearchMode,
   TagMatch,
@@ -33,6 +34,7 @@ import {
   RenderMode,
   type SystemPrompt,
 } from "./gen/strata/memory/v1/resources_pb.js";
+import { type PurgeTarget, purgeRequest } from "./purge.js";
 import { createStrataTransport, type StrataOptions } from "./transport.js";
 
 export { MessageRole, RenderMode, SearchMode, TagMatch };
@@ -360,6 +362,15 @@ export class MemoryClient {
   /** The agent, with the agents imported together with it, as Agent File bytes (`agentFile`). */
   async exportAgentFile(agentId: string, options: { withMessages?: boolean } = {}, call?: CallOptions): Promise<ExportAgentFileResponse> {
     return typed(this.raw.exportAgentFile({ agentId, withMessages: options.withMessages ?? false }, call));
+  }
+
+  /**
+   * Forget `target` with every stored copy of it (cannot be undone). The receipt counts what each
+   * store deleted; `verified` only when RetrievalService was read back by id and held none of the
+   * purged documents (otherwise `verificationNote` says why). Another tenant's id: NotFoundError.
+   */
+  async purge(target: PurgeTarget, call?: CallOptions): Promise<PurgeReceipt> {
+    return typed(this.raw.purge(purgeRequest(target), call));
   }
 
   /** Rebuild RetrievalService's indexes (one agent, or the tenant), yielding progress as it streams. */

@@ -1973,16 +1973,24 @@ class PurgeRequest(_message.Message):
     MESSAGE_ID_FIELD_NUMBER: _builtins.int
     CONVERSATION_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
-    """The agent with its blocks (those no other agent holds), messages, conversations, prompts,
-    receipts, residues and the archives (with their passages) no other agent holds.
+    """The agent with its blocks (those no other agent holds, with their history), messages,
+    conversations, files, prompts, snapshots, receipts, Agent File residue and the archives (with
+    their passages) no other agent holds. A block or archive another agent holds stays, whole.
     """
     block_id: _builtins.str
-    """The block and its whole history, from every agent holding it; their compiled prompts too."""
+    """The block and its whole history, from every agent holding it; the compiled prompts and
+    snapshots of every agent that held it (now or before) and the receipts naming it. The agents
+    holding it now get their prompts recompiled without it.
+    """
     passage_id: _builtins.str
+    """The passage (its archive's tag counts follow)."""
     message_id: _builtins.str
+    """The message (its agent's message count follows)."""
     @_builtins.property
     def conversation(self) -> Global___ConversationRef:
-        """Every message of the conversation, with its compiled prompt."""
+        """Every message of the conversation, with its compiled prompt; the conversation goes too, except
+        an agent's "default" one, which stays, empty.
+        """
 
     def __init__(
         self,
@@ -2012,8 +2020,18 @@ class PurgeCount(_message.Message):
     STORE_FIELD_NUMBER: _builtins.int
     DELETED_FIELD_NUMBER: _builtins.int
     store: _builtins.str
-    """e.g. "blocks", "block_versions", "messages", "index_jobs", "vector_leg", "text_leg"."""
+    """A store table ("agents", "blocks", "block_versions", "block_attachments", "conversations",
+    "messages", "archives", "passages", "files", "system_prompts", "prompt_snapshots",
+    "prompt_receipts", "agent_file_residues", "write_requests", "index_jobs") or an index leg
+    ("vector_leg", "text_leg").
+    """
     deleted: _builtins.int
+    """Rows deleted. agent_file_residues: a purged agent's residue row plus each purged block's or
+    message's entry removed from another residue. index_jobs: jobs of the purged documents that were
+    waiting (the purge's own delete jobs are not counted). An index leg: the purged documents it held
+    when read by id before the deletion (for an agent, plus those its filter deletion found); 0 when
+    RetrievalService could not be read.
+    """
     def __init__(
         self,
         *,
@@ -2044,7 +2062,9 @@ class PurgeReceipt(_message.Message):
     "conversation/<agent_id>/<conversation_id>".
     """
     verified: _builtins.bool
-    """True when RetrievalService was read back by id after the deletion and no leg held any of document_ids."""
+    """True when RetrievalService was read back by id after the deletion and no leg held any of
+    document_ids (true as well when the target had no index documents, e.g. a block).
+    """
     verification_note: _builtins.str
     """Why verified is false, for a person; empty when verified."""
     @_builtins.property

@@ -566,11 +566,19 @@ class MemoryServiceServicer:
     def Purge(self, request, context):
         """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
         conversation with every stored copy of its content (block history, attachment history, compiled
-        prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
-        outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
-        leg back by id. The receipt counts what each store held and says whether the read-back found
-        nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
-        receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
+        prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, records of
+        idempotent writes, pending outbox jobs) in one store transaction, then deletes its documents from
+        every index leg and reads each leg back by id. The receipt counts what each store held and says
+        whether the read-back found nothing.
+        Rules: the target is looked up in the caller's tenant only (another tenant's id is NOT_FOUND
+        and nothing is deleted); the store part is all or nothing; a purge cannot be undone and is not
+        repeatable (the same target again is NOT_FOUND). Outbox jobs a worker is delivering when the purge
+        commits are waited for (at most one outbox lease) so an upsert already sent cannot bring a
+        document back; one delete job per document is queued in the same transaction, so a crash or an
+        outage still reaches the index through the outbox. RetrievalService unreachable: the store part
+        stands, verified = false and verification_note says why. Not reached (docs/security.md,
+        "Forgetting"): copies outside Strata (MemFS clones, exports, backups), PostgreSQL's WAL and dead
+        row versions until vacuum, logs and traces, other replicas' in-memory render caches.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

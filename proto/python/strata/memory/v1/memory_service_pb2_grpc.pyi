@@ -127,11 +127,19 @@ class MemoryServiceStub:
     Purge: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.PurgeRequest, _memory_service_pb2.PurgeReceipt]
     """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
     conversation with every stored copy of its content (block history, attachment history, compiled
-    prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
-    outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
-    leg back by id. The receipt counts what each store held and says whether the read-back found
-    nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
-    receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
+    prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, records of
+    idempotent writes, pending outbox jobs) in one store transaction, then deletes its documents from
+    every index leg and reads each leg back by id. The receipt counts what each store held and says
+    whether the read-back found nothing.
+    Rules: the target is looked up in the caller's tenant only (another tenant's id is NOT_FOUND
+    and nothing is deleted); the store part is all or nothing; a purge cannot be undone and is not
+    repeatable (the same target again is NOT_FOUND). Outbox jobs a worker is delivering when the purge
+    commits are waited for (at most one outbox lease) so an upsert already sent cannot bring a
+    document back; one delete job per document is queued in the same transaction, so a crash or an
+    outage still reaches the index through the outbox. RetrievalService unreachable: the store part
+    stands, verified = false and verification_note says why. Not reached (docs/security.md,
+    "Forgetting"): copies outside Strata (MemFS clones, exports, backups), PostgreSQL's WAL and dead
+    row versions until vacuum, logs and traces, other replicas' in-memory render caches.
     """
 
 @_typing.type_check_only
@@ -222,11 +230,19 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     Purge: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.PurgeRequest, _memory_service_pb2.PurgeReceipt]  # type: ignore[assignment]
     """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
     conversation with every stored copy of its content (block history, attachment history, compiled
-    prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
-    outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
-    leg back by id. The receipt counts what each store held and says whether the read-back found
-    nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
-    receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
+    prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, records of
+    idempotent writes, pending outbox jobs) in one store transaction, then deletes its documents from
+    every index leg and reads each leg back by id. The receipt counts what each store held and says
+    whether the read-back found nothing.
+    Rules: the target is looked up in the caller's tenant only (another tenant's id is NOT_FOUND
+    and nothing is deleted); the store part is all or nothing; a purge cannot be undone and is not
+    repeatable (the same target again is NOT_FOUND). Outbox jobs a worker is delivering when the purge
+    commits are waited for (at most one outbox lease) so an upsert already sent cannot bring a
+    document back; one delete job per document is queued in the same transaction, so a crash or an
+    outage still reaches the index through the outbox. RetrievalService unreachable: the store part
+    stands, verified = false and verification_note says why. Not reached (docs/security.md,
+    "Forgetting"): copies outside Strata (MemFS clones, exports, backups), PostgreSQL's WAL and dead
+    row versions until vacuum, logs and traces, other replicas' in-memory render caches.
     """
 
 class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -584,11 +600,19 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_memory_service_pb2.PurgeReceipt, _abc.Awaitable[_memory_service_pb2.PurgeReceipt]]:
         """Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
         conversation with every stored copy of its content (block history, attachment history, compiled
-        prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
-        outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
-        leg back by id. The receipt counts what each store held and says whether the read-back found
-        nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
-        receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
+        prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, records of
+        idempotent writes, pending outbox jobs) in one store transaction, then deletes its documents from
+        every index leg and reads each leg back by id. The receipt counts what each store held and says
+        whether the read-back found nothing.
+        Rules: the target is looked up in the caller's tenant only (another tenant's id is NOT_FOUND
+        and nothing is deleted); the store part is all or nothing; a purge cannot be undone and is not
+        repeatable (the same target again is NOT_FOUND). Outbox jobs a worker is delivering when the purge
+        commits are waited for (at most one outbox lease) so an upsert already sent cannot bring a
+        document back; one delete job per document is queued in the same transaction, so a crash or an
+        outage still reaches the index through the outbox. RetrievalService unreachable: the store part
+        stands, verified = false and verification_note says why. Not reached (docs/security.md,
+        "Forgetting"): copies outside Strata (MemFS clones, exports, backups), PostgreSQL's WAL and dead
+        row versions until vacuum, logs and traces, other replicas' in-memory render caches.
         """
 
 def add_MemoryServiceServicer_to_server(servicer: MemoryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1988,14 +1988,15 @@ export const ConversationRefSchema: GenMessage<ConversationRef> = /*@__PURE__*/
  */
 export type PurgeRequest = Message<"strata.memory.v1.PurgeRequest"> & {
   /**
-   * Exactly one is required.
+   * Exactly one is required (none: INVALID_ARGUMENT).
    *
    * @generated from oneof strata.memory.v1.PurgeRequest.target
    */
   target: {
     /**
-     * The agent with its blocks (those no other agent holds), messages, conversations, prompts,
-     * receipts, residues and the archives (with their passages) no other agent holds.
+     * The agent with its blocks (those no other agent holds, with their history), messages,
+     * conversations, files, prompts, snapshots, receipts, Agent File residue and the archives (with
+     * their passages) no other agent holds. A block or archive another agent holds stays, whole.
      *
      * @generated from field: string agent_id = 1;
      */
@@ -2003,7 +2004,9 @@ export type PurgeRequest = Message<"strata.memory.v1.PurgeRequest"> & {
     case: "agentId";
   } | {
     /**
-     * The block and its whole history, from every agent holding it; their compiled prompts too.
+     * The block and its whole history, from every agent holding it; the compiled prompts and
+     * snapshots of every agent that held it (now or before) and the receipts naming it. The agents
+     * holding it now get their prompts recompiled without it.
      *
      * @generated from field: string block_id = 2;
      */
@@ -2011,19 +2014,24 @@ export type PurgeRequest = Message<"strata.memory.v1.PurgeRequest"> & {
     case: "blockId";
   } | {
     /**
+     * The passage (its archive's tag counts follow).
+     *
      * @generated from field: string passage_id = 3;
      */
     value: string;
     case: "passageId";
   } | {
     /**
+     * The message (its agent's message count follows).
+     *
      * @generated from field: string message_id = 4;
      */
     value: string;
     case: "messageId";
   } | {
     /**
-     * Every message of the conversation, with its compiled prompt.
+     * Every message of the conversation, with its compiled prompt; the conversation goes too, except
+     * an agent's "default" one, which stays, empty.
      *
      * @generated from field: strata.memory.v1.ConversationRef conversation = 5;
      */
@@ -2046,13 +2054,22 @@ export const PurgeRequestSchema: GenMessage<PurgeRequest> = /*@__PURE__*/
  */
 export type PurgeCount = Message<"strata.memory.v1.PurgeCount"> & {
   /**
-   * e.g. "blocks", "block_versions", "messages", "index_jobs", "vector_leg", "text_leg".
+   * A store table ("agents", "blocks", "block_versions", "block_attachments", "conversations",
+   * "messages", "archives", "passages", "files", "system_prompts", "prompt_snapshots",
+   * "prompt_receipts", "agent_file_residues", "write_requests", "index_jobs") or an index leg
+   * ("vector_leg", "text_leg").
    *
    * @generated from field: string store = 1;
    */
   store: string;
 
   /**
+   * Rows deleted. agent_file_residues: a purged agent's residue row plus each purged block's or
+   * message's entry removed from another residue. index_jobs: jobs of the purged documents that were
+   * waiting (the purge's own delete jobs are not counted). An index leg: the purged documents it held
+   * when read by id before the deletion (for an agent, plus those its filter deletion found); 0 when
+   * RetrievalService could not be read.
+   *
    * @generated from field: int64 deleted = 2;
    */
   deleted: bigint;
@@ -2092,7 +2109,8 @@ export type PurgeReceipt = Message<"strata.memory.v1.PurgeReceipt"> & {
   documentIds: string[];
 
   /**
-   * True when RetrievalService was read back by id after the deletion and no leg held any of document_ids.
+   * True when RetrievalService was read back by id after the deletion and no leg held any of
+   * document_ids (true as well when the target had no index documents, e.g. a block).
    *
    * @generated from field: bool verified = 4;
    */
@@ -2596,11 +2614,19 @@ export const MemoryService: GenService<{
   /**
    * Forgetting with a receipt: deletes one agent (everything of it), block, passage, message or
    * conversation with every stored copy of its content (block history, attachment history, compiled
-   * prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, pending
-   * outbox jobs) in one transaction, then deletes its documents from every index leg and reads each
-   * leg back by id. The receipt counts what each store held and says whether the read-back found
-   * nothing. RetrievalService unreachable: the store part is done, delete jobs stay queued and the
-   * receipt says verified = false. Copies outside Strata (MemFS clones, backups) are not reached.
+   * prompts and prompt snapshots that rendered it, prompt receipts, Agent File residues, records of
+   * idempotent writes, pending outbox jobs) in one store transaction, then deletes its documents from
+   * every index leg and reads each leg back by id. The receipt counts what each store held and says
+   * whether the read-back found nothing.
+   * Rules: the target is looked up in the caller's tenant only (another tenant's id is NOT_FOUND
+   * and nothing is deleted); the store part is all or nothing; a purge cannot be undone and is not
+   * repeatable (the same target again is NOT_FOUND). Outbox jobs a worker is delivering when the purge
+   * commits are waited for (at most one outbox lease) so an upsert already sent cannot bring a
+   * document back; one delete job per document is queued in the same transaction, so a crash or an
+   * outage still reaches the index through the outbox. RetrievalService unreachable: the store part
+   * stands, verified = false and verification_note says why. Not reached (docs/security.md,
+   * "Forgetting"): copies outside Strata (MemFS clones, exports, backups), PostgreSQL's WAL and dead
+   * row versions until vacuum, logs and traces, other replicas' in-memory render caches.
    *
    * @generated from rpc strata.memory.v1.MemoryService.Purge
    */

@@ -9,7 +9,11 @@ The tenant-isolation scenario (``bench/tenant_isolation``: a quiet tenant beside
 flood) runs after it and also writes ``bench/results/tenant_isolation.json``.
 SearchMessages at LoCoMo scale (``bench/search/messages_p50.py``: p50 first asked and asked again,
 against RetrievalService alone, the gRPC floor and the embedder alone) also writes
-``bench/results/search_messages.json`` under ``served``.
+``bench/results/search_messages.json`` under ``served``. What tenant-scoped BM25 costs the text leg
+(``bench/search/tenant_scoring.py``: one index per tenant against the shared one, 1 and 100 tenants,
+writers and open indexes bounded; the server engine's IDF counts) writes
+``bench/results/tenant_scoring.json``, and what the vector index's write journal costs a write
+(``bench/search/vector_journal.py``) ``bench/results/vector_journal.json``.
 
 The replica scenario (``bench/replicas/scenario.py``: MemoryService on 1-3 replicas over PostgreSQL beside
 SQLite, and the outbox with 1 and 3) runs last and also writes ``bench/results/replicas.json``; it
@@ -38,7 +42,7 @@ from bench.perf import ingest_e2e, large, memory_bench, report, retrieval_bench
 from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
 from bench.replicas import scenario as replicas
-from bench.search import messages_p50
+from bench.search import messages_p50, tenant_scoring, vector_journal
 from bench.tenant_isolation import run as tenant_isolation
 from bench.tenant_isolation.floods import KINDS
 
@@ -118,6 +122,13 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     )
     if not quick:
         messages_p50.write("served", results["search_messages"])
+    results["tenant_scoring"] = tenant_scoring.run(quick)
+    results["vector_journal"] = vector_journal.report("make bench", 40 if quick else 300, 32, 50)
+    if not quick:
+        for name in ("tenant_scoring", "vector_journal"):
+            (RESULTS / f"{name}.json").write_text(
+                json.dumps(results[name], indent=1) + "\n", encoding="utf-8"
+            )
     results["replicas"] = replicas.run_or_skip(_fresh(work / "replicas"), quick=quick)
     if not quick and "skipped" not in results["replicas"]:
         (RESULTS / "replicas.json").write_text(

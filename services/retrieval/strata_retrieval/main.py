@@ -33,7 +33,7 @@ from strata_retrieval.servicer import RetrievalServicer
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
 from strata_retrieval.text_tenants import LEGACY_TEXT_FOLDER, TEXT_FOLDER, TenantTextIndexes
 from strata_retrieval.vectors.bm25 import Bm25Params
-from strata_retrieval.vectors.edge_shard import EdgeShardIndex
+from strata_retrieval.vectors.edge_durable import DurableEdgeShard
 from strata_retrieval.vectors.protocol import VectorIndex
 from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex
 from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLeg
@@ -90,7 +90,12 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
         check_manifest(settings.data_dir, expected)
     vectors: VectorIndex
     if settings.vector_backend is VectorBackend.EDGE:
-        vectors = EdgeShardIndex(settings.data_dir / "vectors", embedder.dimension)
+        vectors = DurableEdgeShard(
+            settings.data_dir / "vectors",
+            embedder.dimension,
+            settings.data_dir / VECTOR_JOURNAL,
+            flush_seconds=settings.vector_flush_seconds,
+        )
     else:
         vectors = QdrantDenseIndex(
             settings.qdrant_url,
@@ -102,6 +107,9 @@ def open_engine(settings: RetrievalSettings, embedder: Embedder) -> RetrievalEng
     engine = RetrievalEngine(embedder, vectors, text, engine_config(settings), disk=disk)
     engine.maintain()
     return engine
+
+
+VECTOR_JOURNAL = "vectors_journal"  # the Edge shard's writes not flushed yet (vectors/journal)
 
 
 def _tenant_text(settings: RetrievalSettings, vectors: VectorIndex) -> TenantTextIndexes:

@@ -98,6 +98,12 @@ class RetrievalSettings(ServingSettings):
         description="embedded engine: tenants' full-text index writers kept open (a lock-file descriptor, "
         "indexing and merge threads and a heap each; the least recently written is closed past this)",
     )
+    vector_flush_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="embedded engine: how often the vector index is flushed to disk while writes wait; "
+        "until then each acknowledged write is in its fsynced journal, applied again after a host crash",
+    )
     hnsw_build_threshold: int = Field(default=10_000, ge=0)
     rebuild_on_model_change: bool = False
     max_batch_documents: int = Field(default=512, ge=1)

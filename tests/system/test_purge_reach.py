@@ -10,6 +10,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
 
 from strata.memory.v1 import memory_service_pb2 as api
 from strata.memory.v1 import memory_service_pb2_grpc
@@ -131,6 +132,29 @@ async def test_an_upsert_in_flight_during_the_purge_does_not_bring_the_document_
         for _ in range(30):  # 1.5 s: past the held upsert
             assert await held(s.retrieval, [message_id]) == (set(), set())
             await asyncio.sleep(0.05)
+
+
+async def test_purging_an_agent_reaches_the_prompts_of_an_agent_that_held_its_block_before(
+    stack: Stack,
+) -> None:
+    """kim compiles its prompt only when asked (explicit policy): its stored prompt keeps the
+    block's value after the block is detached from it and only sam holds it."""
+    world = await build(stack.memory)
+    explicit = pb.Agent(id=world.other, recompile_policy=pb.RECOMPILE_POLICY_EXPLICIT)
+    mask = FieldMask(paths=["recompile_policy"])
+    await stack.memory.UpdateAgent(api.UpdateAgentRequest(agent=explicit, update_mask=mask))
+    await stack.memory.AttachBlock(api.AttachBlockRequest(agent_id=world.other, block_id=world.notes))
+    await stack.memory.RecompileSystemPrompt(api.RecompileSystemPromptRequest(agent_id=world.other))
+    await stack.memory.DetachBlock(api.DetachBlockRequest(agent_id=world.other, block_id=world.notes))
+    prompt = await stack.memory.GetSystemPrompt(api.GetSystemPromptRequest(agent_id=world.other))
+    assert NOTES in prompt.text
+
+    await purge_and_check(
+        stack, api.PurgeRequest(agent_id=world.agent), [*world.passages, *world.messages], [SECRET, NOTES]
+    )
+
+    prompt = await stack.memory.GetSystemPrompt(api.GetSystemPromptRequest(agent_id=world.other))
+    assert NOTES not in prompt.text
 
 
 async def test_another_tenants_ids_are_not_found_and_nothing_is_deleted(stack: Stack) -> None:

@@ -12,7 +12,7 @@ What a purge must reach besides the target's own row:
 * a passage: its tags' counts and its outbox jobs;
 * an agent: everything :func:`strata_memory.store.agents.delete_agent` deletes, the archives (with
   their passages) no other agent holds, its Agent File residue, and the history of its blocks that
-  no other agent holds.
+  no other agent holds, with what agents that held one of those blocks before compiled from it.
 
 An Agent File import keeps what Strata does not model verbatim, per block and per message (a
 message's several content parts, a block's nested metadata): a purged block's or message's entry is
@@ -172,12 +172,17 @@ def purge_block(conn: Connection, tenant_id: str, block_id: str, tally: Tally) -
     the agents that hold it now (whose prompts the caller recompiles)."""
     blocks.get_block(conn, tenant_id, block_id, for_update=True)
     holding = blocks.holders(conn, block_id)
-    history = schema.block_attachments.c
-    ever_held = set(conn.execute(select(history.agent_id).where(history.block_id == block_id)).scalars())
+    ever_held = _ever_held(conn, block_id)
     _delete_block_rows(conn, tally, block_id)
     forget_in_residues(conn, tenant_id, "blocks", [block_id], tally)
     forget_compiled(conn, tally, sorted(ever_held | set(holding)), block_id)
     return holding
+
+
+def _ever_held(conn: Connection, block_id: str) -> set[str]:
+    """The agents whose attachment history names the block (they held it once, or hold it now)."""
+    history = schema.block_attachments.c
+    return set(conn.execute(select(history.agent_id).where(history.block_id == block_id)).scalars())
 
 
 def _delete_block_rows(conn: Connection, tally: Tally, block_id: str) -> None:
@@ -268,8 +273,10 @@ def purge_agent(conn: Connection, tenant_id: str, agent_id: str, tally: Tally) -
         for b in blocks.agent_blocks(conn, agent_id)
         if blocks.holders(conn, b.block.id) == [agent_id]
     ]
-    for block_id in own:
+    for block_id in own:  # another agent that held one before may keep a prompt rendering it
+        earlier = _ever_held(conn, block_id) - {agent_id}
         _delete_block_rows(conn, tally, block_id)
+        forget_compiled(conn, tally, sorted(earlier), block_id)
     residue = schema.agent_file_residues
     forget_in_residues(conn, tenant_id, "blocks", own, tally, where=residue.c.agent_id != agent_id)
     _delete(conn, tally, "agent_file_residues", residue, residue.c.agent_id == agent_id)

@@ -24,11 +24,10 @@ from strata.client import AdminClient
 from strata.console.app import create_app
 from strata.console.settings import ConsoleSettings
 from strata_memory.main import start_memory_server
-from strata_memory.settings import MemorySettings
 from tests.client.conftest import memory_target, retrieval_target, server_loop, shared_pair  # noqa: F401
 from tests.memory_process import free_port
 from tests.security.conftest import ADMIN_KEY
-from tests.servers import LoopThread
+from tests.servers import LoopThread, ServicePair
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -53,17 +52,13 @@ def auth_memory_database(tmp_path_factory: pytest.TempPathFactory) -> str:
 def auth_memory_target(
     server_loop: LoopThread,  # noqa: F811
     retrieval_target: str,  # noqa: F811
+    shared_pair: ServicePair,  # noqa: F811
     auth_memory_database: str,
 ) -> Iterator[str]:
-    """MemoryService with API keys required, indexing into the shared RetrievalService."""
-    settings = MemorySettings(
-        address="127.0.0.1:0",
-        database_url=auth_memory_database,
-        retrieval_address=retrieval_target,
-        outbox_max_backoff_seconds=0.5,
-        log_json=False,
-        auth_enabled=True,
-        admin_api_key=ADMIN_KEY,
+    """MemoryService with API keys required, indexing into the shared RetrievalService (a second
+    MemoryService beside the shared pair's)."""
+    settings = shared_pair.memory_config(
+        database_url=auth_memory_database, auth_enabled=True, admin_api_key=ADMIN_KEY
     )
     server = server_loop.run(start_memory_server(settings))
     yield server.address

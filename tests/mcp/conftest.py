@@ -16,30 +16,25 @@ from strata.client import AdminClient, AsyncMemoryClient
 from strata.mcp.options import McpOptions
 from strata.mcp.server import http_app
 from strata_memory.main import start_memory_server
-from strata_memory.settings import MemorySettings
 from tests.client.conftest import retrieval_target, server_loop, shared_pair  # noqa: F401  (fixtures)
 from tests.mcp.sessions import HttpServer, LoopRunner, Open, Tenant, opener
 from tests.memory_process import free_port
 from tests.security.conftest import ADMIN_KEY
+from tests.servers import ServicePair
 
 
 @pytest.fixture(scope="session")
 def memory_target(
     server_loop: LoopRunner,  # noqa: F811  (the fixture imported above)
     retrieval_target: str,  # noqa: F811
+    shared_pair: ServicePair,  # noqa: F811
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     """MemoryService with API keys required (STRATA_MEMORY_AUTH_ENABLED), indexing into the shared
-    RetrievalService."""
+    RetrievalService (a second MemoryService beside the shared pair's)."""
     database: Path = tmp_path_factory.mktemp("mcp-memory") / "memory.sqlite3"
-    settings = MemorySettings(
-        address="127.0.0.1:0",
-        database_url=f"sqlite:///{database}",
-        retrieval_address=retrieval_target,
-        outbox_max_backoff_seconds=0.5,
-        log_json=False,
-        auth_enabled=True,
-        admin_api_key=ADMIN_KEY,
+    settings = shared_pair.memory_config(
+        database_url=f"sqlite:///{database}", auth_enabled=True, admin_api_key=ADMIN_KEY
     )
     server = server_loop.run(start_memory_server(settings))
     yield server.address

@@ -134,9 +134,10 @@ bench-large: install ## search and ingest up to 1M documents (generated vectors;
 bench-quality: install ## SciFact quality (nDCG@10, Recall@100) per mode, embedded and server engines side by side
 	$(PY) -m bench.scifact.quality --engine both
 
-bench-locomo: install ## LoCoMo evidence recall through conversation_search; then both engines side by side
+bench-locomo: install ## LoCoMo evidence recall through conversation_search; both engines side by side; one long haystack
 	$(PY) -m bench.locomo.recall
 	$(PY) -m bench.locomo.engines --engine both
+	$(PY) -m bench.locomo.haystack
 
 bench-tenants: install ## a quiet tenant beside each single-tenant flood (~5 min; also in make bench): bench/results/tenant_isolation.json
 	$(PY) -m bench.tenant_isolation

@@ -26,10 +26,22 @@ def _cell(phase: dict[str, Any], ratio: dict[str, Any]) -> str:
     return f"{times} (x{ratio['p50']:g} / x{ratio['p99']:g}){extra}{mark}"
 
 
+def _cores(phase: dict[str, Any]) -> str:
+    cores = phase.get("cores", {})
+    used = ", ".join(
+        f"{cores[name]:.2f}" for name in ("memory", "retrieval", "flood client") if name in cores
+    )
+    return f"{used}; {phase['load'][0]:g}"
+
+
 def section(found: dict[str, Any]) -> list[str]:
     """A table: one row per flood, one column per quiet call, p50 / p99 and their ratios to alone."""
     base = found["baseline"]
-    head = "| the noisy tenant does | " + " | ".join(f"quiet {op}" for op in OPERATIONS) + " | noisy calls |"
+    head = (
+        "| the noisy tenant does | "
+        + " | ".join(f"quiet {op}" for op in OPERATIONS)
+        + " | noisy calls | cores: memory, retrieval, flood client; load |"
+    )
     lines = [
         f"`{found['meta']['command']}` at {found['meta']['git_commit']} ({found['meta']['started_utc']} UTC, "
         f"{found['meta']['wall_s'] / 60:.1f} min, {found['meta']['cpu_steal_percent']} % CPU stolen). "
@@ -37,14 +49,14 @@ def section(found: dict[str, Any]) -> list[str]:
         "(✗: above it).",
         "",
         head,
-        "|" + "---|" * (len(OPERATIONS) + 2),
+        "|" + "---|" * (len(OPERATIONS) + 3),
         "| nothing (alone, both phases) | "
         + " | ".join(f"{base[op]['p50_ms']:.1f} / {base[op]['p99_ms']:.0f} ms" for op in OPERATIONS)
-        + " | |",
+        + " | | |",
     ]
     for kind, ratio in found["ratios"].items():
         phase = found["phases"][kind]
         outcomes = ", ".join(f"{name} {count:,}" for name, count in phase["flood_outcomes"].items())
         cells = " | ".join(_cell(phase[op], ratio[op]) for op in OPERATIONS)
-        lines.append(f"| {TITLES.get(kind, kind)} | {cells} | {outcomes} |")
+        lines.append(f"| {TITLES.get(kind, kind)} | {cells} | {outcomes} | {_cores(phase)} |")
     return [*lines, "", found["how"]]

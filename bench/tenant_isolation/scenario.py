@@ -9,7 +9,9 @@ included, 5 s deadline). It does so alone, then beside each flood of
 :mod:`bench.tenant_isolation.floods` (each in a process of its own, started 2 s before the quiet
 rounds and stopped after them), then alone again. Each flood's figure is the quiet p50 (and p99,
 which for 40 samples is close to the maximum) over the quiet p50 (p99) of both alone phases pooled
-(the baseline); a quiet call that failed is counted, not timed.
+(the baseline); a quiet call that failed is counted, not timed. Each phase also records the load
+average and the CPU (in cores) that each service and the flood client used while the quiet tenant
+measured: on a shared 2-core host the flood client's own CPU competes with the services.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import grpc
 from google.protobuf.field_mask_pb2 import FieldMask
 
+from bench.perf.processes import cpu_seconds
 from bench.tenant_isolation.floods import KINDS
 from bench.tenant_isolation.processes import Child, free_address, wait_serving
 from strata.client.async_stubs import MemoryStub
@@ -172,20 +175,39 @@ async def run(
             nofile=NOFILE,
         )
         await wait_serving(memory_address, memory)
-        return await _phases(work, memory_address, rounds, floods) | {"admission": admission}
+        servers = {"memory": memory.pid, "retrieval": retrieval.pid}
+        return await _phases(work, memory_address, rounds, floods, servers) | {"admission": admission}
     finally:
         if memory is not None:
             memory.stop()
         retrieval.stop()
 
 
-async def _phases(work: Path, address: str, rounds: int, floods: tuple[str, ...]) -> dict[str, Any]:
+def _cpu(pids: dict[str, int]) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def _cores(before: dict[str, float], after: dict[str, float], seconds: float) -> dict[str, float]:
+    """CPU each process used over ``seconds`` of wall time, in cores."""
+    return {name: round((after[name] - before[name]) / seconds, 2) for name in before}
+
+
+async def _timed_rounds(quiet: QuietTenant, rounds: int, pids: dict[str, int]) -> dict[str, Any]:
+    """The quiet rounds, the load average after them and the cores each process used meanwhile."""
+    cpu, began = _cpu(pids), time.perf_counter()
+    measured = await quiet.rounds(rounds)
+    return measured | {"load": _load(), "cores": _cores(cpu, _cpu(pids), time.perf_counter() - began)}
+
+
+async def _phases(
+    work: Path, address: str, rounds: int, floods: tuple[str, ...], servers: dict[str, int]
+) -> dict[str, Any]:
     async with grpc.aio.insecure_channel(address) as channel:
         stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
         quiet = QuietTenant(address, stub, await seed(stub, QUIET, "quiet"))
         noisy = await seed(stub, NOISY, "noisy")
         await quiet.rounds(5)  # warm up
-        phases: dict[str, Any] = {"alone": await quiet.rounds(rounds) | {"load": _load()}}
+        phases: dict[str, Any] = {"alone": await _timed_rounds(quiet, rounds, servers)}
         print(f"tenant_isolation: alone {_brief(phases['alone'])}", flush=True)
         for kind in floods:
             flooder = Child(
@@ -195,11 +217,10 @@ async def _phases(work: Path, address: str, rounds: int, floods: tuple[str, ...]
             )
             began = time.perf_counter()
             await asyncio.sleep(WARMUP_SECONDS)
-            measured = await quiet.rounds(rounds)
+            measured = await _timed_rounds(quiet, rounds, servers | {"flood client": flooder.pid})
             outcomes = flooder.stop()
             seconds = time.perf_counter() - began
             phases[kind] = measured | {
-                "load": _load(),
                 "flood_seconds": round(seconds, 1),
                 "flood_outcomes": json.loads(outcomes.strip().splitlines()[-1]) if outcomes.strip() else {},
             }
@@ -208,7 +229,7 @@ async def _phases(work: Path, address: str, rounds: int, floods: tuple[str, ...]
                 flush=True,
             )
             await asyncio.sleep(SETTLE_SECONDS)
-        phases["alone_again"] = await quiet.rounds(rounds) | {"load": _load()}
+        phases["alone_again"] = await _timed_rounds(quiet, rounds, servers)
         print(f"tenant_isolation: alone again {_brief(phases['alone_again'])}", flush=True)
     baseline = {
         op: summary(phases["alone"][op]["samples_ms"] + phases["alone_again"][op]["samples_ms"])

@@ -137,6 +137,7 @@ bench-quality: install ## SciFact quality (nDCG@10, Recall@100) per mode, embedd
 bench-locomo: install ## LoCoMo evidence recall through conversation_search; both engines side by side; one long haystack
 	$(PY) -m bench.locomo.recall
 	$(PY) -m bench.locomo.engines --engine both
+	$(PY) -m bench.locomo.tenant_scoring --engine embedded
 	$(PY) -m bench.locomo.haystack
 
 bench-tenants: install ## a quiet tenant beside each single-tenant flood (~5 min; also in make bench): bench/results/tenant_isolation.json

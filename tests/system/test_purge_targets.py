@@ -130,7 +130,9 @@ async def test_purging_a_passage(stack: Stack) -> None:
     world = await build(stack.memory)
     passage = world.passages[0]
 
-    receipt = await purge_and_check(stack, api.PurgeRequest(passage_id=passage), [passage], ["lantern"])
+    receipt = await purge_and_check(
+        stack, api.PurgeRequest(passage_id=passage), [passage], ["lantern", "attic"]
+    )
 
     assert receipt_counts(receipt)["passages"] == 1
     await until_held(stack.retrieval, world.passages[1:], held_by_both=True)

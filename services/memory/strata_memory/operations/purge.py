@@ -98,7 +98,8 @@ class Purger:
             case PurgeKind.BLOCK:
                 recompile = purge_rows.purge_block(conn, tenant_id, target.id, tally)
             case PurgeKind.PASSAGE:
-                changed = purge_rows.purge_passage(conn, tenant_id, target.id, tally)
+                changed, recompile = purge_rows.purge_passage(conn, tenant_id, target.id, tally)
+                changed = [agent_id for agent_id in changed if agent_id not in recompile]
             case PurgeKind.MESSAGE:
                 changed = [purge_rows.purge_message(conn, tenant_id, target.id, tally)]
             case PurgeKind.CONVERSATION:
@@ -110,7 +111,7 @@ class Purger:
         if target.kind is PurgeKind.AGENT:
             job_ids += index_jobs.enqueue(conn, tenant_id, index_jobs.DELETE_AGENT, [target.id])
         purge_rows.hold_jobs(conn, job_ids, owner=owner, until_us=now_us() + self._lease_us)
-        for agent_id in sorted(recompile):  # every policy: no compiled text may keep the old value
+        for agent_id in sorted(recompile):  # every policy: no compiled text may keep a purged value
             self._prompts.recompile_all(
                 conn, agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
             )

@@ -9,7 +9,8 @@ What a purge must reach besides the target's own row:
   compiled prompts, prompt snapshots and prompt receipts of every agent that held it (they rendered
   or named its value); the caller recompiles those agents' prompts without it;
 * a message or a conversation: the outbox jobs naming the messages;
-* a passage: its tags' counts and its outbox jobs;
+* a passage: its tags' counts and its outbox jobs; a tag only it carried leaves the prompt snapshots
+  and receipts of its archive's agents that listed it (the caller recompiles their prompts);
 * an agent: everything :func:`strata_memory.store.agents.delete_agent` deletes, the archives (with
   their passages) no other agent holds, its Agent File residue, and the history of its blocks that
   no other agent holds, with what agents that held one of those blocks before compiled from it.
@@ -158,13 +159,41 @@ def _delete_messages(conn: Connection, tally: Tally, agent_id: str, ids: Sequenc
         )
 
 
-def purge_passage(conn: Connection, tenant_id: str, passage_id: str, tally: Tally) -> tuple[str, ...]:
-    """Delete one passage of the tenant (PASSAGE_NOT_FOUND otherwise); returns its archive's agents."""
+def purge_passage(
+    conn: Connection, tenant_id: str, passage_id: str, tally: Tally
+) -> tuple[tuple[str, ...], list[str]]:
+    """Delete one passage of the tenant (PASSAGE_NOT_FOUND otherwise); returns its archive's agents,
+    and those of them whose prompts listed a tag only this passage carried (their snapshots and
+    receipts listing it are deleted; the caller recompiles their prompts)."""
     found = archives.get_passages(conn, tenant_id, [passage_id])
     archives.delete_passage(conn, tenant_id, passage_id)
     tally.add("passages", 1)
     tally.document_ids.add(passage_id)
-    return archives.get_archive(conn, tenant_id, found[0].archive_id).agent_ids
+    holders = archives.get_archive(conn, tenant_id, found[0].archive_id).agent_ids
+    tags = set(found[0].tags)
+    return holders, [agent_id for agent_id in holders if forget_tags(conn, tally, agent_id, tags)]
+
+
+def forget_tags(conn: Connection, tally: Tally, agent_id: str, tags: set[str]) -> bool:
+    """Delete the agent's prompt snapshots and receipts listing a tag of ``tags`` that none of its
+    archives holds any more; whether there was such a tag (its compiled prompts list it too)."""
+    link, kept = schema.archive_agents.c, schema.archive_tags.c
+    archive_ids = select(link.archive_id).where(link.agent_id == agent_id).scalar_subquery()
+    held = set(
+        conn.execute(select(kept.tag).where(kept.archive_id.in_(archive_ids), kept.tag.in_(tags))).scalars()
+    )
+    gone = tags - held
+    if not gone:
+        return False
+    for store, table in (
+        ("prompt_snapshots", schema.prompt_snapshots),
+        ("prompt_receipts", schema.prompt_receipts),
+    ):
+        rows = conn.execute(select(table.c.id, table.c.tags).where(table.c.agent_id == agent_id))
+        listing = [row.id for row in rows if not gone.isdisjoint(row.tags or ())]
+        if listing:
+            _delete(conn, tally, store, table, table.c.id.in_(listing))
+    return True
 
 
 def purge_block(conn: Connection, tenant_id: str, block_id: str, tally: Tally) -> list[str]:

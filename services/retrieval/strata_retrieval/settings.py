@@ -99,10 +99,11 @@ class RetrievalSettings(ServingSettings):
         "indexing and merge threads and a heap each; the least recently written is closed past this)",
     )
     vector_flush_seconds: float = Field(
-        default=5.0,
+        default=30.0,
         gt=0,
-        description="embedded engine: how often the vector index is flushed to disk while writes wait; "
-        "until then each acknowledged write is in its fsynced journal, applied again after a host crash",
+        description="embedded engine: how often the vector index is flushed to disk while writes wait "
+        "(a flush holds the GIL, every thread of the process waiting, ~20 ms and up to ~0.5 s on a busy "
+        "disk); until then each acknowledged write is in its fsynced journal, applied again after a crash",
     )
     hnsw_build_threshold: int = Field(default=10_000, ge=0)
     rebuild_on_model_change: bool = False

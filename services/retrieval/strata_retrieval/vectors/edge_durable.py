@@ -5,6 +5,9 @@ A write is journaled (fsynced) and then applied to the shard, one at a time unde
 shard is flushed and the journal emptied by :meth:`DurableEdgeShard.checkpoint`: from a background
 thread every ``flush_seconds`` while writes are waiting, at once when the journal passes
 ``MAX_JOURNAL_BYTES``, on open after the journal's records were applied again, and at close.
+``EdgeShard.flush`` holds the GIL for its whole run (every thread of the process waits: about 20 ms
+here, most of it fsyncs, up to half a second on a busy disk, whatever the writes since the last),
+so flushes are rare; the journal, replayed in order at start, is what makes a write durable.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from strata_retrieval.vectors.journal import WriteJournal, decode_vector, encode
 from strata_retrieval.vectors.payload import VECTOR_NAME, to_payload
 
 log = logging.getLogger("strata.retrieval.vectors")
-DEFAULT_FLUSH_SECONDS = 5.0
+DEFAULT_FLUSH_SECONDS = 30.0
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
 

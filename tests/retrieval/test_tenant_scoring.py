@@ -64,15 +64,18 @@ async def test_another_tenants_documents_change_no_score(
         assert {hit.document.id for hit in hybrid.hits}.isdisjoint(hit.document.id for hit in other.hits)
 
 
+@pytest.mark.parametrize("backend", ["edge", "qdrant"])
 async def test_a_shared_text_index_of_an_older_version_becomes_one_per_tenant(
-    tmp_path: Path, embedder: OnnxSentenceEmbedder
+    tmp_path: Path, embedder: OnnxSentenceEmbedder, backend: str
 ) -> None:
     """A data folder laid out before tenant-scoped BM25 (one ``text/`` index for every tenant) is
-    moved at start: each tenant's documents into its own index, from the vector index's documents,
-    and the shared index removed."""
+    moved at start: each tenant's documents into its own index, from the vector index's documents
+    (the Edge shard, or dense vectors in a Qdrant collection: here local mode in a folder), and the
+    shared index removed."""
     data = tmp_path / "data"
+    settings = {"vector_backend": backend, "qdrant_url": str(tmp_path / "qdrant")}
     other = [passage("o-1", "green tea for the other tenant", tenant_id="tenant-2")]
-    async with running_service(data, embedder) as service:
+    async with running_service(data, embedder, **settings) as service:
         await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[*MEMORIES, *other]))
         before = await _scores(service, pb.SEARCH_MODE_FTS)
     shutil.rmtree(data / TEXT_FOLDER)  # as an older version left it: the shared index only
@@ -80,7 +83,7 @@ async def test_a_shared_text_index_of_an_older_version_becomes_one_per_tenant(
     shared.upsert([document_from_pb(MEMORIES[0], "documents[0]", lambda: T0)])
     shared.close()
 
-    async with running_service(data, embedder) as service:
+    async with running_service(data, embedder, **settings) as service:
         assert not (data / LEGACY_TEXT_FOLDER).exists()
         assert await _scores(service, pb.SEARCH_MODE_FTS) == before
         found = await service.stub.Search(search("green tea", mode=pb.SEARCH_MODE_FTS, tenant_id="tenant-2"))

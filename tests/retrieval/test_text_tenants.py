@@ -7,9 +7,13 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.engine import EngineConfig, RetrievalEngine
+from strata_retrieval.index_metrics import IndexCollector
 from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, document_key
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.text_tenants import TenantTextIndexes, tenant_folder
+from strata_retrieval.vectors.edge_shard import EdgeShardIndex
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -122,3 +126,14 @@ def test_descriptors_do_not_grow_with_tenants_searched(tmp_path: Path) -> None:
     assert len(list(Path("/proc/self/fd").iterdir())) <= before + 2  # not one per tenant (other threads'
     # files may come and go meanwhile)
     index.close()
+
+
+def test_metrics_report_the_open_indexes_and_writers(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> None:
+    text = TenantTextIndexes(tmp_path / "text", max_open=4, max_writers=2)
+    vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
+    engine = RetrievalEngine(embedder, vectors, text, EngineConfig())
+    engine.upsert([doc(f"t{i}", "1", "hello") for i in range(3)])
+    gauges = {family.name: family.samples[0].value for family in IndexCollector(engine).collect()}
+    assert gauges["strata_text_indexes_open"] == 3
+    assert gauges["strata_text_writers_open"] == 2
+    engine.close()

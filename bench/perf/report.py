@@ -8,6 +8,7 @@ from typing import Any
 
 from bench.perf import ingest_report, memory_report, plots, replicas_report
 from bench.perf.host import NOTICEABLE_STEAL_PERCENT
+from bench.search import messages_report
 from bench.tenant_isolation import report as tenant_isolation_report
 
 BENCH = Path(__file__).resolve().parent.parent
@@ -250,6 +251,13 @@ def write(perf: dict[str, Any], large: dict[str, Any] | None, out: Path = BENCH 
             "## End-to-end ingest: AppendMessages → searchable",
             "",
             *ingest_report.section(perf["ingest_e2e"]),
+        ]
+    if "search_messages" in perf:
+        text += [
+            "",
+            "## SearchMessages at LoCoMo scale",
+            "",
+            *messages_report.section(perf["search_messages"]),
         ]
     if "replicas" in perf:
         text += [

@@ -13,7 +13,9 @@ against RetrievalService alone, the gRPC floor and the embedder alone) also writ
 (``bench/search/tenant_scoring.py``: one index per tenant against the shared one, 1 and 100 tenants,
 writers and open indexes bounded; the server engine's IDF counts) writes
 ``bench/results/tenant_scoring.json``, and what the vector index's write journal costs a write
-(``bench/search/vector_journal.py``) ``bench/results/vector_journal.json``.
+(``bench/search/vector_journal.py``) ``bench/results/vector_journal.json``. What a purge of an agent
+costs as its messages grow, beside DeleteAgent (``bench/memory_time/purge_cost.py``), writes
+``bench/results/memory_time_purge.json``.
 
 The replica scenario (``bench/replicas/scenario.py``: MemoryService on 1-3 replicas over PostgreSQL beside
 SQLite, and the outbox with 1 and 3) runs last and also writes ``bench/results/replicas.json``; it
@@ -38,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.memory_time import purge_cost
 from bench.perf import ingest_e2e, large, memory_bench, report, retrieval_bench
 from bench.perf.host import cpu_ticks, steal_percent
 from bench.perf.scenarios import Durations
@@ -124,7 +127,9 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
         messages_p50.write("served", results["search_messages"])
     results["tenant_scoring"] = tenant_scoring.run(quick)
     results["vector_journal"] = vector_journal.report("make bench", 40 if quick else 300, 32, 50)
+    results["purge"] = purge_cost.run([100, 400] if quick else purge_cost.SIZES, 1 if quick else 3)
     if not quick:
+        purge_cost.RESULTS.write_text(json.dumps(results["purge"], indent=2) + "\n", encoding="utf-8")
         for name in ("tenant_scoring", "vector_journal"):
             (RESULTS / f"{name}.json").write_text(
                 json.dumps(results[name], indent=1) + "\n", encoding="utf-8"

@@ -1,1 +1,1 @@
-"""Memory over time: merged writes, as-of reads (issue 30)."""
+"""Memory over time: merged writes, as-of reads, purges (issue 30)."""

@@ -3,15 +3,15 @@
 RetrievalService (real embedder, embedded engine) and MemoryService (SQLite) run in child processes
 through their public entry points, each with a descriptor limit of 1,024 (soft and hard, the common
 default). Two tenants hold one agent each with ``PASSAGES`` archival passages. The quiet tenant runs
-``rounds`` rounds of four calls, one after another, over one long-lived channel: GetBlock, a plain
-SearchArchival, an UpdateBlock of its block, and a GetBlock over a new channel (``connect``: connecting
-included, 5 s deadline). It does so alone, then beside each flood of
-:mod:`bench.tenant_isolation.floods` (each in a process of its own, started 2 s before the quiet
-rounds and stopped after them), then alone again. Each flood's figure is the quiet p50 (and p99,
-which for 40 samples is close to the maximum) over the quiet p50 (p99) of both alone phases pooled
-(the baseline); a quiet call that failed is counted, not timed. Each phase also records the load
-average and the CPU (in cores) that each service and the flood client used while the quiet tenant
-measured: on a shared 2-core host the flood client's own CPU competes with the services.
+``rounds`` rounds (and more, until 10 s have passed) of four calls, one after another, over one
+long-lived channel: GetBlock, a plain SearchArchival, an UpdateBlock of its block, and a GetBlock over a
+new channel (``connect``: connecting included, 5 s deadline). It does so alone, then beside each flood
+of :mod:`bench.tenant_isolation.floods` (each in a process of its own, started 2 s before the quiet
+rounds and stopped after them), then alone again. Each flood's figure is the quiet p50 (and p99, near
+the largest with these sample counts) over the quiet p50 (p99) of both alone phases pooled (the baseline); a
+quiet call that failed is counted, not timed. Each phase also records the load average and the CPU (in
+cores) that each service and the flood client used while the quiet tenant measured: on a shared 2-core
+host the flood client's own CPU competes with the services.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ OPERATIONS = ("get", "search", "edit", "connect")
 TOPICS = ["garden", "tomatoes", "invoice", "meeting", "travel", "recipe", "music", "tennis"]
 WARMUP_SECONDS = 2.0
 SETTLE_SECONDS = 2.0
+MIN_PHASE_SECONDS = 10.0
+"""A phase measures for at least this long, so a flood's steady state is what is measured."""
 
 
 @dataclass
@@ -99,10 +101,13 @@ class QuietTenant:
             stub: MemoryStub = memory_service_pb2_grpc.MemoryServiceStub(channel)
             await stub.GetBlock(api.GetBlockRequest(block=self.ref), metadata=QUIET, timeout=5)
 
-    async def rounds(self, count: int) -> dict[str, dict[str, Any]]:
+    async def rounds(self, count: int, *, at_least: float = 0.0) -> dict[str, dict[str, Any]]:
+        """``count`` rounds, and more until ``at_least`` seconds have passed."""
         took: dict[str, list[float]] = {op: [] for op in OPERATIONS}
         failed: dict[str, dict[str, int]] = {op: {} for op in OPERATIONS}
-        for i in range(count):
+        until, i = time.perf_counter() + at_least, 0
+        while i < count or time.perf_counter() < until:
+            i += 1
             for op in OPERATIONS:
                 started = time.perf_counter()
                 try:
@@ -195,7 +200,7 @@ def _cores(before: dict[str, float], after: dict[str, float], seconds: float) ->
 async def _timed_rounds(quiet: QuietTenant, rounds: int, pids: dict[str, int]) -> dict[str, Any]:
     """The quiet rounds, the load average after them and the cores each process used meanwhile."""
     cpu, began = _cpu(pids), time.perf_counter()
-    measured = await quiet.rounds(rounds)
+    measured = await quiet.rounds(rounds, at_least=MIN_PHASE_SECONDS)
     return measured | {"load": _load(), "cores": _cores(cpu, _cpu(pids), time.perf_counter() - began)}
 
 

@@ -5,6 +5,7 @@ are counted against the tenant that sent them."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,7 +13,7 @@ import grpc
 import pytest
 from google.protobuf.wrappers_pb2 import StringValue
 
-from strata_serving.fair_admission import AdmissionInterceptor, MethodRule
+from strata_serving.fair_admission import AdmissionInterceptor, MethodRule, RefusalBudget
 from strata_serving.fair_share import FairShare, PoolLimits
 from strata_serving.server import GrpcServer
 from strata_serving.status import error_info_from
@@ -48,7 +49,8 @@ async def served() -> AsyncIterator[tuple[GrpcServer, Backend, AdmissionIntercep
     backend = Backend()
     pool = FairShare("searches", PoolLimits(capacity=4, share=2, queue=1))
     rules = {SEARCH: MethodRule(1024, "searches"), STREAM: MethodRule(1024, "searches")}
-    admission = AdmissionInterceptor(rules, {"searches": pool})
+    pacing = RefusalBudget(per_second=10, burst=3, max_delay=0.5, max_held=8)
+    admission = AdmissionInterceptor(rules, {"searches": pool}, refusals=pacing)
 
     def register(server: grpc.aio.Server) -> None:
         handlers = {
@@ -137,3 +139,26 @@ async def test_a_streamed_response_is_admitted_and_delivered(
 def test_rules_must_name_existing_pools() -> None:
     with pytest.raises(ValueError, match="pools that do not exist"):
         AdmissionInterceptor({SEARCH: MethodRule(10, "nowhere")}, {})
+
+
+async def test_a_tenant_past_its_refusal_budget_waits_for_each_refusal_and_no_one_else_does(
+    served: tuple[GrpcServer, Backend, AdmissionInterceptor],
+) -> None:
+    server, _, admission = served
+    oversized = b"\xff" * 2_000
+
+    async def refusal_seconds(tenant: str) -> float:
+        started = time.perf_counter()
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await raw(oversized, metadata=_tenant(tenant), timeout=5)
+        assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        return time.perf_counter() - started
+
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        raw = channel.unary_unary(SEARCH, None, None)
+        noisy = [await refusal_seconds("noisy") for _ in range(6)]
+        quiet = await refusal_seconds("quiet")
+    assert max(noisy[:3]) < 0.05  # the burst: refused at once
+    assert min(noisy[3:]) > 0.05  # past it, one refusal per 1/10 s
+    assert quiet < 0.05  # another tenant's budget is its own
+    assert admission.refused == {"noisy": 6, "quiet": 1}

@@ -4,22 +4,28 @@ Each method named in the service's rules has a largest request size and, optiona
 :class:`~strata_serving.fair_share.FairShare` pool. For such a method grpc hands this interceptor the
 request's bytes unparsed; the call then
 
-1. is refused at once when its bytes exceed the method's size (RESOURCE_EXHAUSTED, naming both
+1. is refused, unparsed, when its bytes exceed the method's size (RESOURCE_EXHAUSTED, naming both
    sizes): a 1.7 MB request to a method whose largest valid request is a few KB is never parsed;
-2. waits for its tenant's turn in the method's pool, or is refused at once when its tenant already has
+2. waits for its tenant's turn in the method's pool, or is refused when its tenant already has
    a full queue there (RESOURCE_EXHAUSTED, TENANT_CONCURRENCY_LIMIT);
 3. only then is parsed (bytes that do not parse are INVALID_ARGUMENT) and handled, so parsing is done
    on the tenant's own share.
 
 The tenant is the one :func:`~strata_serving.tenancy.tenant_of` names (the API key's with auth on),
 so this interceptor goes after the authentication one; an admin or service key is scheduled as one
-more tenant named after its kind. Refusals are counted per tenant
-(:attr:`AdmissionInterceptor.refused`). Methods with a streamed request, and methods without a rule,
-pass through untouched.
+more tenant named after its kind. Refusals are counted against the tenant that caused them
+(:attr:`AdmissionInterceptor.refused`), and paced by a :class:`RefusalBudget`: a tenant is refused
+at once ``burst`` times, then at most ``per_second`` times a second; a refusal past that is answered
+only when the tenant's budget has refilled (at most ``max_delay`` later; at most ``max_held`` held per
+tenant). Each call costs the server its share of gRPC's per-call work whether it is served or not, so
+a client that resends every refusal at once would otherwise take the event loop from every tenant.
+Methods with a streamed request, and methods without a rule, pass through untouched.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -46,10 +52,71 @@ class MethodRule:
     pool: str | None = None
 
 
+@dataclass(frozen=True)
+class RefusalBudget:
+    """How fast one tenant's calls are refused without delay (see the module's docstring)."""
+
+    per_second: float = 20.0
+    burst: int = 20
+    max_delay: float = 1.0
+    max_held: int = 64
+
+
+MAX_COUNTED_TENANTS = 10_000
+"""Tenants with refusal figures kept; past that, new tenants are counted as "(other)"."""
+
+
+class _Pacing:
+    """Per-tenant token buckets of refusals; a tenant whose bucket is full has no entry."""
+
+    def __init__(self, budget: RefusalBudget) -> None:
+        self.budget = budget
+        self._tokens: dict[str, tuple[float, float]] = {}
+        self._held: dict[str, int] = {}
+
+    def delay(self, tenant: str) -> float:
+        """Take one refusal from ``tenant``'s bucket; how long to hold that refusal."""
+        budget, now = self.budget, time.monotonic()
+        tokens, at = self._tokens.get(tenant, (float(budget.burst), now))
+        tokens = min(float(budget.burst), tokens + (now - at) * budget.per_second) - 1
+        tokens = max(tokens, -budget.max_delay * budget.per_second)
+        self._tokens[tenant] = (tokens, now)
+        if len(self._tokens) > MAX_COUNTED_TENANTS:
+            self._forget_refilled(now)
+        return min(budget.max_delay, -tokens / budget.per_second) if tokens < 0 else 0.0
+
+    async def hold(self, tenant: str) -> None:
+        wait = self.delay(tenant)
+        held = self._held.get(tenant, 0)
+        if wait <= 0 or held >= self.budget.max_held:
+            return
+        self._held[tenant] = held + 1
+        try:
+            await asyncio.sleep(wait)
+        finally:
+            left = self._held[tenant] - 1
+            if left:
+                self._held[tenant] = left
+            else:
+                del self._held[tenant]
+
+    def _forget_refilled(self, now: float) -> None:
+        full = float(self.budget.burst)
+        for tenant, (tokens, at) in list(self._tokens.items()):
+            if tokens + (now - at) * self.budget.per_second >= full:
+                del self._tokens[tenant]
+
+
 class AdmissionInterceptor(_Interceptor):
     """Applies ``rules`` (full method name -> rule) with ``pools`` (pool name -> pool)."""
 
-    def __init__(self, rules: Mapping[str, MethodRule], pools: Mapping[str, FairShare]) -> None:
+    def __init__(
+        self,
+        rules: Mapping[str, MethodRule],
+        pools: Mapping[str, FairShare],
+        *,
+        refusals: RefusalBudget | None = None,
+    ) -> None:
         unknown = {rule.pool for rule in rules.values() if rule.pool is not None} - set(pools)
         if unknown:
             raise ValueError(f"rules name pools that do not exist: {sorted(unknown)}")
@@ -57,6 +124,7 @@ class AdmissionInterceptor(_Interceptor):
         self.pools = dict(pools)
         self.refused: dict[str, int] = {}
         """Calls refused here per tenant (too large, or the tenant's queue full)."""
+        self._pacing = _Pacing(refusals or RefusalBudget())
 
     async def intercept_service(  # type: ignore[override]  # grpc returns None for unknown methods
         self,
@@ -73,7 +141,7 @@ class AdmissionInterceptor(_Interceptor):
         """Refuse an oversized request or wait for a slot; returns the tenant holding the slot."""
         tenant = _scheduled_as(context)
         if len(raw) > rule.max_request_bytes:
-            self.refused[tenant] = self.refused.get(tenant, 0) + 1
+            await self._refusing(tenant)
             raise ResourceExhausted(
                 f"the request is {len(raw):,} bytes; {method} takes at most {rule.max_request_bytes:,}"
             )
@@ -81,9 +149,15 @@ class AdmissionInterceptor(_Interceptor):
             try:
                 await self.pools[rule.pool].acquire(tenant)
             except ResourceExhausted:
-                self.refused[tenant] = self.refused.get(tenant, 0) + 1
+                await self._refusing(tenant)
                 raise
         return tenant
+
+    async def _refusing(self, tenant: str) -> None:
+        """Count a refusal against ``tenant`` and hold it as long as its budget says."""
+        counted = tenant if tenant in self.refused or len(self.refused) < MAX_COUNTED_TENANTS else "(other)"
+        self.refused[counted] = self.refused.get(counted, 0) + 1
+        await self._pacing.hold(tenant)
 
     def _wrap(
         self, handler: grpc.RpcMethodHandler[Any, Any], method: str, rule: MethodRule

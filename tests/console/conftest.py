@@ -120,17 +120,19 @@ def tenant_key(memory: str, tenant: str) -> str:
         return admin.create_api_key(tenant_id=tenant, display_name="console test").secret
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
+    """Playwright's sync API for the console's tests only: while it runs, the main thread holds its
+    event loop, and every later test calling asyncio.run (tests/mcp) would fail."""
     if shutil.which(CHROMIUM) is None:
         pytest.fail(f"{CHROMIUM} is missing: `make test` installs it (apt-get install -y chromium)")
     with sync_playwright() as running:
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
-    """One headless Debian Chromium for the whole session."""
+    """One headless Debian Chromium for the console's tests."""
     launched = playwright.chromium.launch(
         executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
     )

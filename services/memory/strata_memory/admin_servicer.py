@@ -1,5 +1,5 @@
-"""AdminService handlers (API keys, parked index jobs). The auth interceptor lets only the admin key
-reach them."""
+"""AdminService handlers (API keys, parked index jobs, tenant quotas). The auth interceptor lets only
+the admin key reach them."""
 
 from __future__ import annotations
 
@@ -12,16 +12,19 @@ from strata.admin.v1 import admin_pb2_grpc as pb_grpc
 from strata_memory.conversions import timestamp
 from strata_memory.operations.api_keys import ApiKeys
 from strata_memory.operations.parked_jobs import ParkedJobs
+from strata_memory.operations.tenant_quotas import TenantQuotas
 from strata_memory.store.api_keys import ApiKeyRecord
 from strata_memory.store.index_jobs import ParkedJob
+from strata_memory.store.quotas import QuotaState
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
 class AdminServicer(pb_grpc.AdminServiceServicer):
-    def __init__(self, keys: ApiKeys, parked: ParkedJobs) -> None:
+    def __init__(self, keys: ApiKeys, parked: ParkedJobs, quotas: TenantQuotas) -> None:
         self._keys = keys
         self._parked = parked
+        self._quotas = quotas
 
     async def CreateApiKey(
         self, request: pb.CreateApiKeyRequest, context: Context
@@ -56,6 +59,22 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
     ) -> pb.RetryParkedIndexJobsResponse:
         retried = await self._parked.retry(request.tenant_id, list(request.job_ids))
         return pb.RetryParkedIndexJobsResponse(retried_count=retried)
+
+    async def GetTenantQuotas(self, request: pb.GetTenantQuotasRequest, context: Context) -> pb.TenantQuotas:
+        return tenant_quotas_to_proto(request.tenant_id, await self._quotas.get(request.tenant_id))
+
+    async def UpdateTenantQuotas(
+        self, request: pb.UpdateTenantQuotasRequest, context: Context
+    ) -> pb.TenantQuotas:
+        states = await self._quotas.update(request.tenant_id, dict(request.limits))
+        return tenant_quotas_to_proto(request.tenant_id, states)
+
+
+def tenant_quotas_to_proto(tenant_id: str, states: list[QuotaState]) -> pb.TenantQuotas:
+    return pb.TenantQuotas(
+        tenant_id=tenant_id,
+        quotas=[pb.Quota(name=s.name, limit=s.limit, overridden=s.overridden, usage=s.usage) for s in states],
+    )
 
 
 def api_key_to_proto(record: ApiKeyRecord) -> pb.ApiKey:

@@ -159,3 +159,23 @@ def admission_methods(max_message_bytes: int) -> dict[str, tuple[int, str | None
     methods |= dict.fromkeys(_WRITES, (max_message_bytes, "writes"))
     methods |= dict.fromkeys(_READS, (READ_REQUEST_BYTES, None))
     return methods
+
+
+# Quotas per tenant (store/quotas.py; AdminService.UpdateTenantQuotas sets a tenant's own, the setting
+# ``quotas`` the server's defaults). A write that would pass one is RESOURCE_EXHAUSTED, reason
+# QUOTA_EXCEEDED, naming the quota and its limit. Sized so that a real deployment's heavy tenant does
+# not meet them while one tenant cannot grow the store (and the costs that grow with it) without end.
+QUOTA_DEFAULTS: dict[str, int] = {
+    "agents": 10_000,
+    "blocks": 100_000,
+    "blocks_per_agent": 1_000,
+    "archives": 1_000,
+    "conversations_per_agent": 10_000,
+    "passages": 1_000_000,
+    "passage_bytes": 1024**3,
+    "messages": 10_000_000,
+    "message_bytes": 10 * 1024**3,
+}
+"""Agents, blocks and archives a tenant may hold; blocks attached to one agent (its prompt renders
+every one of them); conversations of one agent; passages and messages a tenant may hold, by count and
+by UTF-8 bytes of their text."""

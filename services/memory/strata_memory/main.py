@@ -40,6 +40,7 @@ from strata_memory.operations.prompts import Clock, Prompts
 from strata_memory.operations.purge import Purger
 from strata_memory.operations.search import LegWeights, Search
 from strata_memory.operations.store_health import StoreWatch
+from strata_memory.operations.tenant_quotas import TenantQuotas
 from strata_memory.operations.tools import ToolRunner
 from strata_memory.servicer import MemoryServicer
 from strata_memory.settings import MemorySettings
@@ -153,6 +154,7 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     database = Database(
         settings.database_url,
         max_workers=settings.db_workers,
+        quota_defaults=settings.quotas,
         limits=SessionLimits(
             lock_seconds=settings.store_lock_timeout_seconds,
             statement_seconds=settings.store_statement_timeout_seconds,
@@ -194,7 +196,11 @@ async def start_memory_server(settings: MemorySettings, *, clock: Clock = utc_no
     )
     servicer = MemoryServicer(build_operations(database, retrieval, outbox, settings, clock))
     parked = ParkedJobs(database, outbox.notify)
-    admin = AdminServicer(ApiKeys(database), parked) if settings.admin_api_key is not None else None
+    admin = (
+        AdminServicer(ApiKeys(database), parked, TenantQuotas(database))
+        if settings.admin_api_key is not None
+        else None
+    )
 
     def register(server: grpc.aio.Server) -> None:
         memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)

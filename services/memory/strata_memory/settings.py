@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from strata_memory.limits import ADMISSION_POOLS, DEFAULT_RETRIEVAL_MESSAGE_BYTES
+from strata_memory.limits import ADMISSION_POOLS, DEFAULT_RETRIEVAL_MESSAGE_BYTES, QUOTA_DEFAULTS
 from strata_serving.key_strength import check_key
 from strata_serving.settings import ServingSettings
 
@@ -124,6 +124,9 @@ class MemorySettings(ServingSettings):
     reindex_streams_per_tenant: int = Field(default=1, ge=0)
     """Reindex streams one tenant may run at once (an every-tenant Reindex counts as one tenant);
     beyond it Reindex fails at once with RESOURCE_EXHAUSTED (TENANT_CONCURRENCY_LIMIT). 0: no limit."""
+    quotas: dict[str, int] = Field(default_factory=dict)
+    """The server's default quotas, by name, over ``strata_memory.limits.QUOTA_DEFAULTS`` (JSON, e.g.
+    ``STRATA_MEMORY_QUOTAS='{"agents": 500}'``); AdminService.UpdateTenantQuotas sets a tenant's own."""
     searches_per_tenant: int = Field(default=8, ge=0)
     """Searches (each embeds a query in RetrievalService) one tenant may have in flight; beyond it
     a call fails at once with RESOURCE_EXHAUSTED (reason TENANT_CONCURRENCY_LIMIT). 0: no limit."""
@@ -140,6 +143,16 @@ class MemorySettings(ServingSettings):
     reindex_duty_cycle: float = Field(default=0.5, gt=0, le=1)
     """Share of its time a Reindex stream spends re-embedding: after each batch it pauses so other
     tenants' searches and writes get the CPU (0.5: a pause as long as the batch; 1: no pause)."""
+
+    @field_validator("quotas")
+    @classmethod
+    def _known_quotas(cls, quotas: dict[str, int]) -> dict[str, int]:
+        for name, value in quotas.items():
+            if name not in QUOTA_DEFAULTS:
+                raise ValueError(f"unknown quota {name!r}; known: {', '.join(sorted(QUOTA_DEFAULTS))}")
+            if value < 0:
+                raise ValueError(f"quota {name} must be 0 or more")
+        return quotas
 
     @model_validator(mode="after")
     def _auth_needs_keys(self) -> MemorySettings:

@@ -1,7 +1,7 @@
-"""AppendMessages' transaction on a real store (SQLite and PostgreSQL): four statements (reserve the
+"""AppendMessages' transaction on a real store (SQLite and PostgreSQL): five statements (reserve the
 sequence numbers and check the tenant's agent in one UPDATE, check the conversation, insert the
-messages, insert their index jobs; PostgreSQL adds the replicas' wake-up), numbering and refusals
-unchanged.
+messages, insert their index jobs, check the quotas; PostgreSQL adds the replicas' wake-up), numbering
+and refusals unchanged.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def said(*texts: str) -> list[MessageRecord]:
     return [MessageRecord("", "", "", "", "user", text) for text in texts]
 
 
-async def test_an_append_is_four_statements_and_numbers_after_the_last_message(db: Database) -> None:
+async def test_an_append_is_five_statements_and_numbers_after_the_last_message(db: Database) -> None:
     messages = Messages(db, Queue())
     first = await messages.append("t", "agent-a", DEFAULT_CONVERSATION, said("one", "two"))
     with statements_sent(db) as sent:
@@ -77,7 +77,8 @@ async def test_an_append_is_four_statements_and_numbers_after_the_last_message(d
         "SELECT",
         "INSERT",
         "INSERT",
-    ]  # before: 6 (the agent with labels, its next number)
+        "UPDATE",
+    ]  # before: 6 (the agent with labels, its next number); last, the quota check (store/quotas.py)
     assert [m.sequence for m in [*first.items, *second.items]] == [1, 2, 3]
     assert len(second.job_ids) == 1
     assert await db.read(lambda conn: index_jobs.pending(conn, second.job_ids)) == 1

@@ -93,6 +93,7 @@ def _migrate_to(db: Database, revision: str, *, down: bool = False) -> None:
         config.attributes["connection"] = connection
         (command.downgrade if down else command.upgrade)(config, revision)
         connection.commit()
+    db.quotas_enforced = revision == "head"  # the quota tables came with 0013
 
 
 def test_the_migration_counts_what_a_store_held_before_it(db: Database) -> None:

@@ -108,9 +108,10 @@ async def test_a_tool_edit_with_its_recompile_stays_within_its_statement_budget(
     # while every conversation points at it (the same for any number of conversations:
     # tests/memory/integration/test_edit_cost.py), after its receipt is recorded (an INSERT: the
     # receipt of the snapshot it replaces stays, for the messages that name it). The blocks as the edit
-    # left them are not read again, nor the holders of a block no other agent holds.
+    # left them are not read again, nor the holders of a block no other agent holds. Last, the quota
+    # check (store/quotas.py): one UPDATE that marks and returns what the write added.
     first = "BEGIN" if db.is_sqlite else "SELECT"
-    assert sent == [first, "SELECT", "UPDATE", "INSERT", "INSERT", "UPDATE"], sent
+    assert sent == [first, "SELECT", "UPDATE", "INSERT", "INSERT", "UPDATE", "UPDATE"], sent
 
 
 async def test_an_append_sends_the_statements_of_a_replace_whatever_the_block_size(db: Database) -> None:

@@ -78,7 +78,8 @@ async def test_a_request_id_adds_one_statement_and_a_repeat_writes_nothing(seede
         first = await messages.append(
             "t", "agent-a", DEFAULT_CONVERSATION, said("one"), request_id=request_id
         )
-    assert sent == ["INSERT", "UPDATE", "SELECT", "INSERT", "INSERT"]  # the record, then the four without
+    # the record, then the five without
+    assert sent == ["INSERT", "UPDATE", "SELECT", "INSERT", "INSERT", "UPDATE"]
     with statements_sent(seeded) as sent:
         again = await messages.append(
             "t", "agent-a", DEFAULT_CONVERSATION, said("one"), request_id=request_id
@@ -88,7 +89,8 @@ async def test_a_request_id_adds_one_statement_and_a_repeat_writes_nothing(seede
         "SELECT",
         "SELECT",
         "SELECT",
-    ]  # no record inserted, it, the messages, their jobs
+        "UPDATE",
+    ]  # no record inserted, it, the messages, their jobs, the quota check (store/quotas.py)
     assert again.items == first.items
     assert again.job_ids == first.job_ids
 

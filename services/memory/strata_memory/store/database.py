@@ -34,7 +34,7 @@ import contextvars
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +46,8 @@ from sqlalchemy import Engine, NullPool, create_engine, event, make_url, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
+from strata_memory.limits import QUOTA_DEFAULTS
+from strata_memory.store import quotas
 from strata_memory.store.failures import sqlstate, storage_failure, worth_rerunning
 from strata_memory.store.postgres_session import SessionLimits
 from strata_serving import tracing
@@ -80,11 +82,16 @@ class Database:
         max_workers: int = 4,
         busy_timeout_ms: int = 10_000,
         limits: SessionLimits | None = None,
+        quota_defaults: Mapping[str, int] | None = None,
     ) -> None:
         self.url = url
         self.backend = make_url(url).get_backend_name()
         self.is_sqlite = self.backend == "sqlite"
         self.limits = limits if limits is not None else SessionLimits()
+        self.quota_defaults = {**QUOTA_DEFAULTS, **(quota_defaults or {})}
+        self.quotas_enforced = True
+        """Whether writes are checked against the quotas (``store.quotas``); only a schema from before
+        migration 0013, which tests of older migrations build, lacks the tables."""
         if self.is_sqlite:
             _ensure_parent_dir(url)
         else:
@@ -154,6 +161,8 @@ class Database:
             else:
                 self.limits.bound_to_deadline(connection)
             yield connection
+            if self.quotas_enforced:
+                quotas.enforce(connection, self.quota_defaults)  # raising rolls the transaction back
 
     @contextlib.contextmanager
     def _write_queue(self) -> Iterator[None]:
@@ -265,13 +274,14 @@ class Database:
                 raise WriteGivenUp  # rolls the transaction back
         return outcomes
 
-    @staticmethod
-    def _in_savepoint(connection: Connection, shared: _Shared) -> tuple[Any, Exception | None]:
+    def _in_savepoint(self, connection: Connection, shared: _Shared) -> tuple[Any, Exception | None]:
         """The write's result, or its error with its changes rolled back (also when its caller gave
         up); a store failure propagates (the whole transaction is then rolled back, see ``_in_shared``)."""
         savepoint = connection.begin_nested()
         try:
             result = shared.work(connection)
+            if self.quotas_enforced:
+                quotas.enforce(connection, self.quota_defaults)
         except DBAPIError:
             raise
         except Exception as error:  # noqa: BLE001  # raised to its own caller

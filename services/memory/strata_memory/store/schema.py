@@ -15,10 +15,12 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 metadata = MetaData()
@@ -301,4 +303,36 @@ agent_file_residues = Table(
     Column("document", JSON, nullable=False),
     Column("ids", JSON, nullable=False),
     Column("created_us", BigInteger, nullable=False),
+)
+
+# A tenant's own quota limits (AdminService.UpdateTenantQuotas); a quota without a row has the default.
+tenant_quotas = Table(
+    "tenant_quotas",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("quota", String(64), primary_key=True),
+    Column("value", BigInteger, nullable=False),
+)
+
+# What each tenant (scope '') or each of its agents (scope = the agent's id) holds, kept by triggers
+# (migration 0013), with the tenant's own limits for it (-1: the default), checked against the quotas
+# before a write commits (store/quotas.py).
+tenant_usage = Table(
+    "tenant_usage",
+    metadata,
+    Column("tenant_id", String(128), primary_key=True),
+    Column("resource", String(32), primary_key=True),
+    Column("scope", String(64), primary_key=True),
+    Column("count", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("own_count", BigInteger, nullable=False),
+    Column("own_bytes", BigInteger, nullable=False),
+    Column("checked", SmallInteger, nullable=False),
+    Index(
+        "ix_tenant_usage_unchecked",
+        "checked",
+        sqlite_where=text("checked = 0"),
+        postgresql_where=text("checked = 0"),
+    ),
+    Index("ix_tenant_usage_scope", "scope"),
 )

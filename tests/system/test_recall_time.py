@@ -1,6 +1,7 @@
 """Recall that understands time, through real servers: a message saying "yesterday" is found by a
 query naming that date, a query naming a month searches the messages said from then on, a query
-naming "the week before" a day searches from a week before it, and a caller's dates win."""
+naming "the week before" a day searches from a week before it, a caller's dates win, and a period
+nobody spoke in leaves the search unbounded."""
 
 from __future__ import annotations
 
@@ -131,3 +132,15 @@ async def test_with_the_reading_turned_off_a_named_month_is_only_words(pair: Ser
             memory, agent_id, {"query": "Where did we go camping in July 2023?"}
         )
     assert sorted(found) == ["We went camping at the lake.", "We went camping in the mountains."]
+
+
+async def test_a_named_period_nobody_spoke_in_leaves_the_search_unbounded(memory: MemoryStub) -> None:
+    agent_id = await agent_with(
+        memory,
+        [
+            said("We went camping at the lake.", datetime(2023, 3, 2, tzinfo=UTC)),
+            said("I baked bread all weekend.", datetime(2023, 7, 3, tzinfo=UTC)),
+        ],
+    )
+    query = {"query": "Where did we go camping in January 2021?"}
+    assert (await conversation_search(memory, agent_id, query))[0] == "We went camping at the lake."

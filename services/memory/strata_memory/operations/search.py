@@ -10,9 +10,10 @@ that agent id, finds nothing of anyone else's.
 A recall query that names a period ("… on 8 May, 2023?", "… in May 2023?", "the week before 16 May
 2023", "as of May 2023": ``strata_memory.indexing.time_phrases.named_period``) and comes with no time
 range of its own searches the messages said from the start of that period (open when it has none)
-to QUERY_PERIOD_AFTER past its end: people tell of a day on it or later. A caller's start or end time
-always wins over the period the text names; ``query_periods=False`` (setting
-``recall_query_periods``) turns the reading off.
+to QUERY_PERIOD_AFTER past its end: people tell of a day on it or later. When no message was said in
+that range the search runs again without it, so a period the query names wrongly never
+leaves it with nothing. A caller's start or end time always wins over the period the text names;
+``query_periods=False`` (setting ``recall_query_periods``) turns the reading off.
 """
 
 from __future__ import annotations
@@ -131,9 +132,10 @@ class Search:
         )
         if conversation_id:
             flt.conversation_ids.append(conversation_id)
-        if self._query_periods:
-            window = await _within_named_period(window)
-        hits = await self._search(window, flt, self._recall)
+        ranged = await _within_named_period(window) if self._query_periods else window
+        hits = await self._search(ranged, _copy(flt), self._recall)
+        if not hits and ranged is not window:  # nothing was said in the period named: search it all
+            hits = await self._search(window, flt, self._recall)
         found = await self._db.read(
             lambda conn: _messages_of(conn, tenant_id, agent_id, [h.document.id for h in hits])
         )
@@ -172,6 +174,12 @@ async def _within_named_period(window: SearchWindow) -> SearchWindow:
         return window
     start, end = period
     return replace(window, start=start, end=end + QUERY_PERIOD_AFTER)
+
+
+def _copy(flt: rpb.DocumentFilter) -> rpb.DocumentFilter:
+    copied = rpb.DocumentFilter()
+    copied.CopyFrom(flt)
+    return copied
 
 
 def _check_window(window: SearchWindow) -> None:

@@ -1295,7 +1295,8 @@ class SearchMessagesRequest(_message.Message):
     """A query naming a day or a month with its year ("in May 2023", "on 8 May, 2023", "the week before
     16 May 2023", "as of May 2023") and sent without start_time or end_time searches the messages
     created from the start of that period (open for "as of", "by", "until") to 31 days after its
-    end, unless the server turns this off (STRATA_MEMORY_RECALL_QUERY_PERIODS=false).
+    end; when none was created then, it searches without that range. The server may turn this off
+    (STRATA_MEMORY_RECALL_QUERY_PERIODS=false).
     """
     mode: Global___SearchMode.ValueType
     conversation_id: _builtins.str

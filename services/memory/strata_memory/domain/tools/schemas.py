@@ -224,7 +224,8 @@ _CONVERSATION_SEARCH = _tool(
             "query": _string(
                 "What to look for, in natural language. A day or month named with its year "
                 "('in May 2023', 'the week before 16 May 2023') also keeps the search to messages "
-                "said from then to a month after, unless start_date or end_date is given."
+                "said from then to a month after (all of them when none was said then), unless "
+                "start_date or end_date is given."
             ),
             "roles": {
                 "type": "array",

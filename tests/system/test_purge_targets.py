@@ -17,6 +17,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
 from sqlalchemy import create_engine, func, select
 
 from strata.memory.v1 import memory_service_pb2 as api
@@ -31,7 +32,9 @@ from tests.system.purge_world import (
     Stack,
     build,
     purge_and_check,
+    read_tables,
     receipt_counts,
+    rows_holding,
     running_stack,
     until_held,
 )
@@ -94,11 +97,20 @@ async def test_purging_a_shared_block_removes_it_its_history_and_every_prompt_th
     old = await stack.memory.GetSystemPrompt(api.GetSystemPromptRequest(agent_id=world.other))
     assert SHARED in old.text
     assert old.receipt.id
+    await stack.memory.UpdateBlock(  # both holders recompile every conversation: one snapshot each
+        api.UpdateBlockRequest(
+            ref=pb.BlockRef(block_id=world.team),
+            block=pb.Block(value=f"{SHARED} team v3"),
+            update_mask=FieldMask(paths=["value"]),
+        )
+    )
+    assert "prompt_snapshots" in rows_holding(read_tables(stack.url), SHARED)
 
     receipt = await purge_and_check(stack, api.PurgeRequest(block_id=world.team), [], [SHARED])
 
     counts = receipt_counts(receipt)
-    assert (counts["blocks"], counts["block_versions"], counts["block_attachments"]) == (1, 2, 2)
+    assert (counts["blocks"], counts["block_versions"], counts["block_attachments"]) == (1, 3, 2)
+    assert counts["prompt_snapshots"] == 2
     assert counts["prompt_receipts"] >= 2
     assert counts["system_prompts"] == 3
     assert versions_of(stack.url, world.team) == 0

@@ -93,7 +93,7 @@ READ_REQUEST_BYTES = 64 * 1024
 """Largest request of a method that names resources and reads them (Get…, List…, Diff…, Render…)."""
 ADMISSION_POOLS: dict[str, tuple[int, int, int]] = {
     "searches": (2, 1, 8),
-    "writes": (4, 1, 16),
+    "writes": (4, 1, 64),
     "bulk": (2, 1, 0),
 }
 """Defaults of the settings ``admission_searches``, ``admission_writes``, ``admission_bulk``: searches

@@ -57,9 +57,13 @@ async def test_upsert_search_stats_delete(retrieval: AsyncRetrievalClient) -> No
     stats = await retrieval.stats(filter=scope_filter())
     assert (stats.document_count, stats.passage_count, list(stats.tags)) == (3, 3, ["ada"])
 
+    held = await retrieval.find_documents(tenant_id=TENANT, ids=["p-cat", "absent"])
+    assert (list(held.vector_ids), list(held.text_ids)) == (["p-cat"], ["p-cat"])
     deleted = await retrieval.delete_documents(ids=rpb.DocumentIds(tenant_id=TENANT, ids=["p-cat", "absent"]))
     assert deleted.deleted_count == 1
     assert (await retrieval.stats(filter=scope_filter())).document_count == 2
+    gone = await retrieval.find_documents(tenant_id=TENANT, ids=["p-cat"])
+    assert (list(gone.vector_ids), list(gone.text_ids)) == ([], [])
 
 
 async def test_bad_request_is_invalid_argument(retrieval: AsyncRetrievalClient) -> None:

@@ -77,6 +77,11 @@ class AsyncRetrievalClient(AsyncClientBase):
         request = rpb.ListDocumentIdsRequest(filter=filter, page_size=page_size, page_token=page_token)
         return await self._call(self._stub.ListDocumentIds, request)
 
+    async def find_documents(self, *, tenant_id: str, ids: Iterable[str]) -> rpb.FindDocumentsResponse:
+        """Which of these ids each index leg holds, read by id (not by search): how a deletion is proved."""
+        request = rpb.FindDocumentsRequest(ids=rpb.DocumentIds(tenant_id=tenant_id, ids=ids))
+        return await self._call(self._stub.FindDocuments, request)
+
     async def iter_document_ids(
         self, *, filter: rpb.DocumentFilter, page_size: int = 0
     ) -> AsyncIterator[str]:

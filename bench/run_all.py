@@ -15,7 +15,8 @@ writers and open indexes bounded; the server engine's IDF counts) writes
 ``bench/results/tenant_scoring.json``, and what the vector index's write journal costs a write
 (``bench/search/vector_journal.py``) ``bench/results/vector_journal.json``. What a purge of an agent
 costs as its messages grow, beside DeleteAgent (``bench/memory_time/purge_cost.py``), writes
-``bench/results/memory_time_purge.json``.
+``bench/results/memory_time_purge.json``. What CreateBlock on an agent costs as its blocks grow
+(``bench/tenants/create_block_cost.py``) writes ``bench/results/tenants_create_block_cost.json``.
 
 The replica scenario (``bench/replicas/scenario.py``: MemoryService on 1-3 replicas over PostgreSQL beside
 SQLite, and the outbox with 1 and 3) runs last and also writes ``bench/results/replicas.json``; it
@@ -48,6 +49,7 @@ from bench.replicas import scenario as replicas
 from bench.search import messages_p50, tenant_scoring, vector_journal
 from bench.tenant_isolation import run as tenant_isolation
 from bench.tenant_isolation.floods import KINDS
+from bench.tenants import create_block_cost
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORK = Path(".cache/bench/work")
@@ -134,6 +136,11 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
             (RESULTS / f"{name}.json").write_text(
                 json.dumps(results[name], indent=1) + "\n", encoding="utf-8"
             )
+    results["create_block_cost"] = create_block_cost.run(300 if quick else 2000, 100 if quick else 200)
+    if not quick:
+        create_block_cost.RESULTS.write_text(
+            json.dumps(results["create_block_cost"], indent=2) + "\n", encoding="utf-8"
+        )
     results["replicas"] = replicas.run_or_skip(_fresh(work / "replicas"), quick=quick)
     if not quick and "skipped" not in results["replicas"]:
         (RESULTS / "replicas.json").write_text(

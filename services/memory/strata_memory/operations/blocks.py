@@ -11,12 +11,13 @@ from sqlalchemy.engine import Connection
 from strata_memory.domain.budgets import check_budget, check_limit_change, validate_label, validate_limit
 from strata_memory.domain.errors import BlockNotFound, EtagMismatch, UnknownBase
 from strata_memory.domain.merge import merged_changes
-from strata_memory.domain.model import Block
+from strata_memory.domain.model import Block, RecompilePolicy
 from strata_memory.domain.newlines import changes_with_lf, normalise_newlines
 from strata_memory.operations.agents import checked_block
 from strata_memory.operations.prompts import Prompts, unified_diff
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
+from strata_memory.store import prompts as prompt_rows
 from strata_memory.store.database import Database
 from strata_memory.store.records import AgentRecord, BlockRecord, BlockVersionRecord, Page
 from strata_serving.errors import InvalidArgument
@@ -56,15 +57,21 @@ class Blocks:
         self._prompts = prompts
 
     async def create(self, tenant_id: str, block: Block, *, agent_id: str, actor: str) -> BlockRecord:
+        """A new block, attached at the end of ``agent_id``'s blocks when given. Its cost does not grow
+        with the agent's other blocks: the agent is read by its key, and an ``on_edit`` agent's prompt
+        is marked due and compiled at its next read (``Prompts.get``) or next other memory change,
+        instead of being recompiled over every block now (only an agent never compiled is)."""
         wanted = checked_block(block)
 
         def work(conn: Connection) -> BlockRecord:
-            if agent_id:
-                agent_rows.get_agent(conn, tenant_id, agent_id)
+            policy = agent_rows.recompile_policy(conn, tenant_id, agent_id) if agent_id else None
             record = block_rows.insert_block(conn, tenant_id, wanted, source="api:CreateBlock", actor=actor)
             if agent_id:
                 block_rows.attach(conn, agent_id, record.block)
-                self._prompts.after_memory_change(conn, tenant_id, [agent_id])
+                if policy is RecompilePolicy.ON_EDIT and not prompt_rows.defer_recompile(
+                    conn, agent_id, record.updated_us
+                ):
+                    self._prompts.after_memory_change(conn, tenant_id, [agent_id])
             return record
 
         return await self._db.write(work)

@@ -64,7 +64,26 @@ class Prompts:
         return self._db
 
     async def get(self, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
-        return await self._db.read(lambda conn: self._view(conn, tenant_id, agent_id, conversation_id))
+        """The stored prompt; an ``on_edit`` agent's recompile that a change deferred (CreateBlock) is
+        done first, so a read never shows a prompt missing a change its policy says it holds."""
+
+        found = await self._db.read(lambda conn: self._view(conn, tenant_id, agent_id, conversation_id))
+        if found is None:  # due: compile and read it back in one write transaction
+            return await self._db.write(
+                lambda conn: self._compiled_view(conn, tenant_id, agent_id, conversation_id)
+            )
+        return found
+
+    def _compiled_view(
+        self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str
+    ) -> PromptView:
+        agent = agent_rows.get_agent(conn, tenant_id, agent_id, for_update=True)
+        if prompt_rows.recompile_due(conn, agent_id):  # not compiled meanwhile by another reader
+            self.recompile_all(conn, agent)
+        view = self._view(conn, tenant_id, agent_id, conversation_id)
+        if view is None:  # cannot be: the snapshot was rewritten (due cleared) in this transaction
+            raise RuntimeError(f"agent {agent_id}'s deferred recompile is still due after compiling it")
+        return view
 
     async def receipt(self, tenant_id: str, receipt_id: str) -> PromptReceipt:
         return await self._db.read(lambda conn: receipt_of(conn, tenant_id, receipt_id))
@@ -158,9 +177,14 @@ class Prompts:
                 recompiled = True
         return recompiled
 
-    def _view(self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str) -> PromptView:
+    def _view(
+        self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str
+    ) -> PromptView | None:
+        """The stored prompt and whether it is stale; None while a deferred recompile is due."""
         agent = agent_rows.get_agent(conn, tenant_id, agent_id)
-        found, counts = prompt_rows.conversation_prompt(conn, agent_id, conversation_id)
+        found, counts, due = prompt_rows.conversation_prompt(conn, agent_id, conversation_id)
+        if due:
+            return None
         stored = _assembled(agent_id, conversation_id, found)
         if stored is None:  # compiled now, not stored: no receipt is recorded for it
             return PromptView(

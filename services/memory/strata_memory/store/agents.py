@@ -238,3 +238,14 @@ def agent_record(row: RowMapping, labels: tuple[str, ...], *, prefix: str = "") 
         updated_us=row[f"{prefix}updated_us"],
         block_labels=labels,
     )
+
+
+def recompile_policy(conn: Connection, tenant_id: str, agent_id: str) -> RecompilePolicy:
+    """The agent's recompile policy, read by its key alone (not its blocks); AgentNotFound if the tenant
+    has no such agent."""
+    policy = conn.execute(
+        select(_agents.c.recompile_policy).where(_agents.c.id == agent_id, _agents.c.tenant_id == tenant_id)
+    ).scalar()
+    if policy is None:
+        raise AgentNotFound(agent_id)
+    return RecompilePolicy(policy)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, literal, select, update
+from sqlalchemy import and_, bindparam, case, delete, func, insert, literal, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 
@@ -139,6 +139,7 @@ _TAGS = (  # each archive's distinct tags, kept beside its passages (not read fr
 # the agent's counts, in one statement (the prompt, snapshot and receipt columns are NULL when there is
 # none).
 _receipt = schema.prompt_receipts.alias("receipt")
+_due = _snapshots.alias("due")  # the agent's own snapshot, whichever the conversation points at
 _CONVERSATION_PROMPT = (
     select(
         _prompts.c.text,
@@ -153,6 +154,7 @@ _CONVERSATION_PROMPT = (
         _snapshots.c.passage_count,
         _snapshots.c.tags,
         _snapshots.c.compiled_us.label("snapshot_us"),
+        select(_due.c.due_us).where(_due.c.id == bindparam("agent_id")).scalar_subquery().label("due_us"),
         *_COUNT_COLUMNS,
     )
     .select_from(
@@ -228,27 +230,29 @@ def get_prompt(conn: Connection, agent_id: str, conversation_id: str) -> PromptR
 
 def conversation_prompt(
     conn: Connection, agent_id: str, conversation_id: str
-) -> tuple[PromptRecord | PromptSnapshot | None, MemoryCounts]:
-    """As :func:`get_prompt` and :func:`memory_counts` together, in one statement (two with tags),
-    raising ConversationNotFound for an unknown conversation."""
+) -> tuple[PromptRecord | PromptSnapshot | None, MemoryCounts, bool]:
+    """As :func:`get_prompt` and :func:`memory_counts` together, and whether a recompile of the agent
+    is due (:func:`defer_recompile`), in one statement (two with tags), raising ConversationNotFound
+    for an unknown conversation."""
     params = {"agent_id": agent_id, "conversation_id": conversation_id}
     row = conn.execute(_CONVERSATION_PROMPT, params).mappings().first()
     if row is None:
         raise ConversationNotFound(agent_id, conversation_id)
     counts = counts_with_tags(conn, agent_id, row["messages"], row["passages"], row["files"])
+    due = bool(row["due_us"])
     if row["prompt_us"] is None:
-        return None, counts
+        return None, counts, due
     receipt = None
     if row["receipt_id"] is not None:
         receipt = receipt_from_row(
             {k.removeprefix("receipt_"): v for k, v in row.items() if k.startswith("receipt_")}
         )
     if row["snapshot_id"] is not None:
-        return _snapshot(row, row["snapshot_us"], receipt), counts
+        return _snapshot(row, row["snapshot_us"], receipt), counts, due
     stored = PromptRecord(
         agent_id, conversation_id, row["text"], row["fingerprint"], row["prompt_us"], receipt
     )
-    return stored, counts
+    return stored, counts, due
 
 
 def _snapshot(row: RowMapping, compiled_us: int, receipt: PromptReceipt | None = None) -> PromptSnapshot:
@@ -300,6 +304,7 @@ def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> 
         "tags": list(snapshot.tags),
         "compiled_us": snapshot.compiled_us,
         "receipt_id": _saved(conn, snapshot.receipt),
+        "due_us": 0,  # whatever was deferred is compiled now
     }
     rewrite = {"for_agent": agent_id, **values}
     if conn.execute(_REWRITE_POINTED_SNAPSHOT, rewrite).rowcount == 1:
@@ -311,3 +316,17 @@ def save_snapshot(conn: Connection, agent_id: str, snapshot: PromptSnapshot) -> 
     conn.execute(_POINT_EVERY_CONVERSATION[conn.dialect.name], params)
     if not rewritten:  # snapshots with ids of their own, from before one row per agent
         conn.execute(_DROP_UNUSED, {"for_agent": agent_id})
+
+
+def defer_recompile(conn: Connection, agent_id: str, at_us: int) -> bool:
+    """Mark the agent's snapshot as due for a recompile at its next read (the first deferred change's
+    time is kept); one statement whatever the agent holds. False if the agent has no snapshot yet."""
+    due = case((_snapshots.c.due_us == 0, at_us), else_=_snapshots.c.due_us)
+    marked = conn.execute(update(_snapshots).where(_snapshots.c.id == agent_id).values(due_us=due))
+    return bool(marked.rowcount)
+
+
+def recompile_due(conn: Connection, agent_id: str) -> bool:
+    """Whether a recompile of the agent's prompt was deferred (:func:`defer_recompile`)."""
+    due = conn.execute(select(_snapshots.c.due_us).where(_snapshots.c.id == agent_id)).scalar()
+    return bool(due)

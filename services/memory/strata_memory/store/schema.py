@@ -69,6 +69,7 @@ agent_blocks = Table(
     Column("position", BigInteger, nullable=False),
     UniqueConstraint("agent_id", "label", name="uq_agent_blocks_label"),
     Index("ix_agent_blocks_block_id", "block_id"),
+    Index("ix_agent_blocks_position", "agent_id", "position"),
 )
 
 block_versions = Table(
@@ -121,6 +122,8 @@ prompt_snapshots = Table(
     Column("tags", JSON, nullable=False),
     Column("compiled_us", BigInteger, nullable=False),
     Column("receipt_id", String(64), nullable=True),  # NULL for snapshots compiled before receipts
+    # When a memory change's recompile was deferred to the next read of the prompt (0: none; CreateBlock).
+    Column("due_us", BigInteger, nullable=False, server_default="0"),
 )
 
 # When each block was attached to and detached from each agent (NULL: still attached), for reads of

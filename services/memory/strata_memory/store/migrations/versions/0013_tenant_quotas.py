@@ -15,6 +15,10 @@ tenant are counted one after the other and cannot pass a limit together.
 
 Filled from the rows already stored (a scan of messages and passages).
 
+Also (issue 26 item 4, the cost of CreateBlock): prompt_snapshots.due_us, the time of a memory change
+whose recompile was deferred to the next read of the prompt (0: none), and an index on an agent's
+blocks by position, so attaching at the end finds the last place without reading the others.
+
 Revision ID: 0013
 Revises: 0012
 """
@@ -75,6 +79,9 @@ def upgrade() -> None:
         postgresql_where=sa.text("checked = 0"),
     )
     op.create_index("ix_tenant_usage_scope", "tenant_usage", ["scope"])
+    with op.batch_alter_table("prompt_snapshots") as snapshots:
+        snapshots.add_column(sa.Column("due_us", sa.BigInteger, nullable=False, server_default="0"))
+    op.create_index("ix_agent_blocks_position", "agent_blocks", ["agent_id", "position"])
     postgres = op.get_bind().dialect.name == "postgresql"
     measure = POSTGRES_BYTES if postgres else SQLITE_BYTES
     for table, resource, scope, text, count_quota, bytes_quota in COUNTED:
@@ -199,5 +206,8 @@ def downgrade() -> None:
         op.execute(f"DROP TRIGGER IF EXISTS usage_{name}" + (f" ON {table}" if postgres else ""))
         if postgres:
             op.execute(f"DROP FUNCTION IF EXISTS strata_usage_{name}()")
+    op.drop_index("ix_agent_blocks_position", "agent_blocks")
+    with op.batch_alter_table("prompt_snapshots") as snapshots:
+        snapshots.drop_column("due_us")
     op.drop_table("tenant_usage")
     op.drop_table("tenant_quotas")

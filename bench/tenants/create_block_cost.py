@@ -38,7 +38,7 @@ async def measure(blocks: int, sample_every: int) -> dict[str, Any]:
             address="127.0.0.1:0",
             database_url=f"sqlite:///{Path(folder) / 'memory.sqlite3'}",
             retrieval_address="127.0.0.1:9",
-            quotas={"blocks_per_agent": blocks + 1},
+            quotas={"blocks_per_agent": blocks + 100},  # past the default blocks a new agent holds
         )
         server = await start_memory_server(settings)
         try:

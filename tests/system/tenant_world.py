@@ -26,7 +26,7 @@ def as_tenant(tenant: str) -> tuple[tuple[str, str]]:
 @dataclass(frozen=True)
 class Objects:
     """The ids of one tenant's objects: an agent with two blocks (``notes`` at version 2), a file,
-    an archive with a passage, messages in conversation ``c1`` and its recompiled prompt's receipt."""
+    an archive with a passage, a message in conversation ``c1`` and its recompiled prompt's receipt."""
 
     tenant: str
     agent: str
@@ -36,6 +36,7 @@ class Objects:
     archive: str
     passage: str
     receipt: str
+    message: str
 
 
 async def populate(memory: MemoryStub, tenant: str) -> Objects:
@@ -77,7 +78,7 @@ async def populate(memory: MemoryStub, tenant: str) -> Objects:
     await memory.CreateConversation(
         api.CreateConversationRequest(agent_id=agent.id, conversation_id=CONVERSATION), metadata=md
     )
-    await memory.AppendMessages(
+    said = await memory.AppendMessages(
         api.AppendMessagesRequest(
             agent_id=agent.id,
             conversation_id=CONVERSATION,
@@ -92,7 +93,15 @@ async def populate(memory: MemoryStub, tenant: str) -> Objects:
     )
     receipt = recompiled.prompt.receipt.id
     return Objects(
-        tenant, agent.id, notes.id, spare.id, file.id, archive.id, passages.passages[0].id, receipt
+        tenant,
+        agent.id,
+        notes.id,
+        spare.id,
+        file.id,
+        archive.id,
+        passages.passages[0].id,
+        receipt,
+        said.messages[0].id,
     )
 
 

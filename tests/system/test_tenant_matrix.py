@@ -194,6 +194,10 @@ CASES: dict[tuple[str, str], Build] = {
     ("ExportAgentFile", "agent_id"): lambda a, b: api.ExportAgentFileRequest(
         agent_id=b.agent, with_messages=True
     ),
+    ("Purge", "agent_id"): lambda a, b: api.PurgeRequest(agent_id=b.agent),
+    ("Purge", "block_id"): lambda a, b: api.PurgeRequest(block_id=b.block),
+    ("Purge", "passage_id"): lambda a, b: api.PurgeRequest(passage_id=b.passage),
+    ("Purge", "message_id"): lambda a, b: api.PurgeRequest(message_id=b.message),
     ("ExecuteTool", "agent_id"): lambda a, b: api.ExecuteToolRequest(
         agent_id=b.agent, tool_name="core_memory_append", arguments='{"label": "notes", "content": "taken"}'
     ),
@@ -232,6 +236,9 @@ RETRIEVAL_CASES: dict[tuple[str, str], Build] = {
     ),
     ("Stats", "filter.archive_ids"): lambda a, b: rpb.StatsRequest(
         filter=rpb.DocumentFilter(tenant_id=a.tenant, archive_ids=[b.archive])
+    ),
+    ("FindDocuments", "ids.ids"): lambda a, b: rpb.FindDocumentsRequest(
+        ids=rpb.DocumentIds(tenant_id=a.tenant, ids=[b.passage, b.message])
     ),
 }
 RETRIEVAL_EXEMPT = {
@@ -333,6 +340,8 @@ async def test_retrieval_calls_for_one_tenant_never_reach_anothers_documents(
         assert list(reply.hits) == []
     elif rpc == "ListDocumentIds":
         assert list(reply.ids) == []
+    elif rpc == "FindDocuments":
+        assert (list(reply.vector_ids), list(reply.text_ids)) == ([], [])
     else:
         assert reply.document_count == 0
     assert await world.both() == before

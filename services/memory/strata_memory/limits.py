@@ -115,7 +115,6 @@ _WRITES = [
     "AttachFile",
     "UpdateFile",
     "DetachFile",
-    "AppendMessages",
     "CreateArchive",
     "DeleteArchive",
     "AttachArchive",
@@ -155,6 +154,9 @@ def admission_methods(max_message_bytes: int) -> dict[str, tuple[int, str | None
         "SearchArchival": (SEARCH_REQUEST_BYTES, "searches"),
         "SearchMessages": (SEARCH_REQUEST_BYTES, "searches"),
         "Reindex": (READ_REQUEST_BYTES, "bulk"),
+        # Appends that wait for the store together commit in one transaction (group commit on
+        # SQLite); one at a time per tenant they could not, so they are sized but not pooled.
+        "AppendMessages": (max_message_bytes, None),
     }
     methods |= dict.fromkeys(_WRITES, (max_message_bytes, "writes"))
     methods |= dict.fromkeys(_READS, (READ_REQUEST_BYTES, None))

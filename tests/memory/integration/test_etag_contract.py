@@ -52,6 +52,8 @@ UNCONDITIONAL = {
     "RecompileSystemPrompt": "derives the prompt from current memory; changes no memory",
     "ImportAgentFile": "creates new objects (agents, blocks, messages) from a file",
     "ExportAgentFile": "reads only",
+    "Purge": "forgets the target whatever its version: a purge is no edit, and no etag may keep content "
+    "a caller asked to forget",
 }
 """Mutating RPCs that take no etag, each with the reason it needs none."""
 

@@ -53,10 +53,10 @@ async def test_a_tag_flood_is_refused_before_it_is_parsed(
         await stub.SearchArchival(widest, metadata=NOISY, timeout=30)  # the largest valid one passes
 
 
-async def test_a_tenant_past_its_share_of_searches_is_refused_while_another_is_served(
+async def test_a_tenant_past_its_queue_of_searches_is_refused_while_another_is_served(
     tmp_path: Path, system_embedder: OnnxSentenceEmbedder
 ) -> None:
-    pools = {"admission_searches": (2, 1, 0)}  # one search running per tenant, none waiting
+    pools = {"admission_searches": (2, 1, 1)}  # two at once; one per tenant while others wait
     async with (
         ServicePair(tmp_path, system_embedder, memory_settings=pools) as pair,
         grpc.aio.insecure_channel(pair.memory_address) as channel,

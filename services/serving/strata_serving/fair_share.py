@@ -1,12 +1,13 @@
 """Fair admission to one costly resource that tenants share (searches, writes, ...).
 
-A :class:`FairShare` pool admits at most ``capacity`` calls at once over all tenants and at most
-``share`` of one tenant. A call that cannot start waits in its tenant's queue; a tenant with ``queue``
-calls waiting already is refused at once (RESOURCE_EXHAUSTED, reason ``TENANT_CONCURRENCY_LIMIT``,
-naming the tenant and the limit), so a flood costs its sender a refusal and nobody else a wait.
-When a call ends its slot goes to the next tenant in turn (round robin over the tenants that wait),
+A :class:`FairShare` pool admits at most ``capacity`` calls at once over all tenants. While other
+tenants wait, one tenant runs at most ``share`` of them; capacity nobody else waits for is lent, so a
+tenant alone may use all of it (the pool is work-conserving, like weighted fair queueing). A call that
+cannot start waits in its tenant's queue; a tenant with ``queue`` calls waiting already is refused at
+once (RESOURCE_EXHAUSTED, reason ``TENANT_CONCURRENCY_LIMIT``, naming the tenant and the limit).
+When a call ends its slot goes to the next waiting tenant below its share, in turn (round robin),
 weighted by ``weights``: a tenant of weight 2 gets two turns where one of weight 1 gets one. So a
-tenant with one waiting call waits for at most one call of each other tenant, however many they
+tenant that starts waiting waits for at most one running call to end, however many calls the others
 queued. A waiting call whose client gives up (deadline, cancel) leaves the queue.
 """
 
@@ -66,7 +67,8 @@ class FairShare:
     async def acquire(self, tenant: str) -> None:
         """Wait for ``tenant``'s turn and take a slot (ResourceExhausted when its queue is full);
         :meth:`release` gives it back."""
-        if self._free > 0 and self.running(tenant) < self.limits.share and not self.waiting(tenant):
+        below_share = self.running(tenant) < self.limits.share
+        if self._free > 0 and not self.waiting(tenant) and (below_share or not self._turns):
             self._take(tenant)
             return
         queue = self._waiting.setdefault(tenant, deque())
@@ -124,25 +126,30 @@ class FairShare:
                     self._turns.remove(tenant)
 
     def _dispatch(self) -> None:
-        """Grant free slots in turn to waiting tenants below their share."""
-        passed = 0
-        while self._free > 0 and self._turns and passed < len(self._turns):
-            tenant = self._turns[0]
-            if self.running(tenant) >= self.limits.share:
-                self._turns.rotate(-1)
-                passed += 1
-                continue
-            passed = 0
-            queue = self._waiting[tenant]
-            self._take(tenant)
-            queue.popleft().set_result(None)
-            credit = self._credit.get(tenant, self._weights.get(tenant, 1)) - 1
-            if not queue:
-                del self._waiting[tenant]
-                self._credit.pop(tenant, None)
-                self._turns.popleft()
-            elif credit <= 0:
-                self._credit.pop(tenant, None)
-                self._turns.rotate(-1)
-            else:
-                self._credit[tenant] = credit
+        """Grant free slots in turn to waiting tenants, those below their share first."""
+        while self._free > 0 and self._turns:
+            self._grant(self._next_turn())
+
+    def _next_turn(self) -> str:
+        """The next waiting tenant below its share (moved to the head of the turns); when every
+        waiting tenant is at its share, the head one: capacity nobody else waits for is lent."""
+        for _ in range(len(self._turns)):
+            if self.running(self._turns[0]) < self.limits.share:
+                break
+            self._turns.rotate(-1)
+        return self._turns[0]
+
+    def _grant(self, tenant: str) -> None:
+        queue = self._waiting[tenant]
+        self._take(tenant)
+        queue.popleft().set_result(None)
+        credit = self._credit.get(tenant, self._weights.get(tenant, 1)) - 1
+        if not queue:
+            del self._waiting[tenant]
+            self._credit.pop(tenant, None)
+            self._turns.popleft()
+        elif credit <= 0:
+            self._credit.pop(tenant, None)
+            self._turns.rotate(-1)
+        else:
+            self._credit[tenant] = credit

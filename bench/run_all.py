@@ -16,7 +16,9 @@ writers and open indexes bounded; the server engine's IDF counts) writes
 (``bench/search/vector_journal.py``) ``bench/results/vector_journal.json``. What a purge of an agent
 costs as its messages grow, beside DeleteAgent (``bench/memory_time/purge_cost.py``), writes
 ``bench/results/memory_time_purge.json``. What CreateBlock on an agent costs as its blocks grow
-(``bench/tenants/create_block_cost.py``) writes ``bench/results/tenants_create_block_cost.json``.
+(``bench/tenants/create_block_cost.py``) writes ``bench/results/tenants_create_block_cost.json``, and
+what big edits held by many conversations cost another tenant's writes
+(``bench/tenants/big_edit_stall.py``) ``bench/results/tenants_big_edit_stall.json``.
 
 The replica scenario (``bench/replicas/scenario.py``: MemoryService on 1-3 replicas over PostgreSQL beside
 SQLite, and the outbox with 1 and 3) runs last and also writes ``bench/results/replicas.json``; it
@@ -49,7 +51,7 @@ from bench.replicas import scenario as replicas
 from bench.search import messages_p50, tenant_scoring, vector_journal
 from bench.tenant_isolation import run as tenant_isolation
 from bench.tenant_isolation.floods import KINDS
-from bench.tenants import create_block_cost
+from bench.tenants import big_edit_stall, create_block_cost
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORK = Path(".cache/bench/work")
@@ -140,6 +142,11 @@ def run_bench(quick: bool, budget_minutes: float) -> Path:
     if not quick:
         create_block_cost.RESULTS.write_text(
             json.dumps(results["create_block_cost"], indent=2) + "\n", encoding="utf-8"
+        )
+    results["big_edit_stall"] = big_edit_stall.run(conversations=50 if quick else 601)
+    if not quick:
+        big_edit_stall.RESULTS.write_text(
+            json.dumps(results["big_edit_stall"], indent=2) + "\n", encoding="utf-8"
         )
     results["replicas"] = replicas.run_or_skip(_fresh(work / "replicas"), quick=quick)
     if not quick and "skipped" not in results["replicas"]:

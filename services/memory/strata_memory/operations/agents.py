@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from strata_memory.domain.budgets import validate_label, validate_limit
 from strata_memory.domain.errors import EtagMismatch
-from strata_memory.domain.model import DEFAULT_AGENT_BLOCK_LIMIT, Block
+from strata_memory.domain.model import DEFAULT_AGENT_BLOCK_LIMIT, Block, RecompilePolicy
 from strata_memory.domain.newlines import block_with_lf, normalise_newlines
 from strata_memory.domain.prompt import zone
 from strata_memory.operations.prompts import Prompts
@@ -118,7 +118,10 @@ class Agents:
     async def create_conversation(
         self, tenant_id: str, agent_id: str, conversation_id: str
     ) -> ConversationRecord:
-        """Open a conversation with its own compiled prompt."""
+        """Open a conversation with a compiled prompt. An ``on_edit`` agent's conversations share one
+        compiled snapshot (rewritten by every memory change), and a new one joins it: one row, no copy of
+        the agent's memory, so conversations cost the same whatever the memory's size, and the next edit
+        has no conversation to repoint. An ``explicit`` agent's new conversation is compiled afresh."""
         wanted = conversation_id or new_id("conv")
         validate_label(wanted, field="conversation_id")
 
@@ -131,6 +134,10 @@ class Agents:
                     metadata={"conversation_id": wanted},
                 )
             created = agent_rows.insert_conversation(conn, agent_id, wanted)
+            if agent.recompile_policy is RecompilePolicy.ON_EDIT and prompt_rows.share_snapshot(
+                conn, agent_id, wanted
+            ):
+                return created
             prompt_rows.save_prompt(conn, self._prompts.compile(conn, agent, wanted))
             return created
 

@@ -330,3 +330,23 @@ def recompile_due(conn: Connection, agent_id: str) -> bool:
     """Whether a recompile of the agent's prompt was deferred (:func:`defer_recompile`)."""
     due = conn.execute(select(_snapshots.c.due_us).where(_snapshots.c.id == agent_id)).scalar()
     return bool(due)
+
+
+def share_snapshot(conn: Connection, agent_id: str, conversation_id: str) -> bool:
+    """Give a new conversation the prompt every conversation of the agent shares: a row pointing at the
+    agent's snapshot (no text of its own), in one statement. False (nothing written) if the agent has
+    no snapshot or its snapshot waits for a deferred recompile."""
+    shared = conn.execute(
+        insert(_prompts).from_select(
+            ["agent_id", "conversation_id", "text", "fingerprint", "compiled_us", "snapshot_id"],
+            select(
+                _snapshots.c.agent_id,
+                literal(conversation_id),
+                literal(""),
+                literal(""),
+                _snapshots.c.compiled_us,
+                _snapshots.c.id,
+            ).where(_snapshots.c.id == agent_id, _snapshots.c.due_us == 0),
+        )
+    )
+    return bool(shared.rowcount)

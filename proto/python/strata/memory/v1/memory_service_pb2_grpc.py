@@ -300,6 +300,9 @@ class MemoryServiceServicer:
 
     def CreateBlock(self, request, context):
         """Blocks.
+        With agent_id, the block is attached at the end of the agent's blocks; for an agent with
+        RECOMPILE_POLICY_ON_EDIT its prompt is compiled at the next GetSystemPrompt (or the next other
+        memory change), not by this call, so the call costs the same whatever the agent holds.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -371,6 +374,8 @@ class MemoryServiceServicer:
 
     def CreateConversation(self, request, context):
         """Conversations ("default" always exists).
+        A new conversation of a RECOMPILE_POLICY_ON_EDIT agent shares the prompt the agent's conversations
+        share (as last compiled); an explicit agent's new conversation gets a prompt compiled now.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

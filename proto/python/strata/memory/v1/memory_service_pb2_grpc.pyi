@@ -50,7 +50,11 @@ class MemoryServiceStub:
     DeleteAgent: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.DeleteAgentRequest, _empty_pb2.Empty]
     """Deletes the agent, its messages and conversations; blocks no other agent holds are deleted too."""
     CreateBlock: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.CreateBlockRequest, _resources_pb2.Block]
-    """Blocks."""
+    """Blocks.
+    With agent_id, the block is attached at the end of the agent's blocks; for an agent with
+    RECOMPILE_POLICY_ON_EDIT its prompt is compiled at the next GetSystemPrompt (or the next other
+    memory change), not by this call, so the call costs the same whatever the agent holds.
+    """
     GetBlock: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.GetBlockRequest, _resources_pb2.Block]
     ListBlocks: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListBlocksRequest, _memory_service_pb2.ListBlocksResponse]
     UpdateBlock: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.UpdateBlockRequest, _resources_pb2.Block]
@@ -67,7 +71,10 @@ class MemoryServiceStub:
     """
     RestoreBlockVersion: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.RestoreBlockVersionRequest, _resources_pb2.Block]
     CreateConversation: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.CreateConversationRequest, _resources_pb2.Conversation]
-    """Conversations ("default" always exists)."""
+    """Conversations ("default" always exists).
+    A new conversation of a RECOMPILE_POLICY_ON_EDIT agent shares the prompt the agent's conversations
+    share (as last compiled); an explicit agent's new conversation gets a prompt compiled now.
+    """
     ListConversations: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.ListConversationsRequest, _memory_service_pb2.ListConversationsResponse]
     AttachFile: _grpc.UnaryUnaryMultiCallable[_memory_service_pb2.AttachFileRequest, _resources_pb2.File]
     """Files: documents attached as read-only blocks under a directory."""
@@ -153,7 +160,11 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     DeleteAgent: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.DeleteAgentRequest, _empty_pb2.Empty]  # type: ignore[assignment]
     """Deletes the agent, its messages and conversations; blocks no other agent holds are deleted too."""
     CreateBlock: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.CreateBlockRequest, _resources_pb2.Block]  # type: ignore[assignment]
-    """Blocks."""
+    """Blocks.
+    With agent_id, the block is attached at the end of the agent's blocks; for an agent with
+    RECOMPILE_POLICY_ON_EDIT its prompt is compiled at the next GetSystemPrompt (or the next other
+    memory change), not by this call, so the call costs the same whatever the agent holds.
+    """
     GetBlock: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.GetBlockRequest, _resources_pb2.Block]  # type: ignore[assignment]
     ListBlocks: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListBlocksRequest, _memory_service_pb2.ListBlocksResponse]  # type: ignore[assignment]
     UpdateBlock: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.UpdateBlockRequest, _resources_pb2.Block]  # type: ignore[assignment]
@@ -170,7 +181,10 @@ class MemoryServiceAsyncStub(MemoryServiceStub):
     """
     RestoreBlockVersion: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.RestoreBlockVersionRequest, _resources_pb2.Block]  # type: ignore[assignment]
     CreateConversation: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.CreateConversationRequest, _resources_pb2.Conversation]  # type: ignore[assignment]
-    """Conversations ("default" always exists)."""
+    """Conversations ("default" always exists).
+    A new conversation of a RECOMPILE_POLICY_ON_EDIT agent shares the prompt the agent's conversations
+    share (as last compiled); an explicit agent's new conversation gets a prompt compiled now.
+    """
     ListConversations: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.ListConversationsRequest, _memory_service_pb2.ListConversationsResponse]  # type: ignore[assignment]
     AttachFile: _aio.UnaryUnaryMultiCallable[_memory_service_pb2.AttachFileRequest, _resources_pb2.File]  # type: ignore[assignment]
     """Files: documents attached as read-only blocks under a directory."""
@@ -289,7 +303,11 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.CreateBlockRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_resources_pb2.Block, _abc.Awaitable[_resources_pb2.Block]]:
-        """Blocks."""
+        """Blocks.
+        With agent_id, the block is attached at the end of the agent's blocks; for an agent with
+        RECOMPILE_POLICY_ON_EDIT its prompt is compiled at the next GetSystemPrompt (or the next other
+        memory change), not by this call, so the call costs the same whatever the agent holds.
+        """
 
     @_abc_1.abstractmethod
     def GetBlock(
@@ -372,7 +390,10 @@ class MemoryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _memory_service_pb2.CreateConversationRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_resources_pb2.Conversation, _abc.Awaitable[_resources_pb2.Conversation]]:
-        """Conversations ("default" always exists)."""
+        """Conversations ("default" always exists).
+        A new conversation of a RECOMPILE_POLICY_ON_EDIT agent shares the prompt the agent's conversations
+        share (as last compiled); an explicit agent's new conversation gets a prompt compiled now.
+        """
 
     @_abc_1.abstractmethod
     def ListConversations(

@@ -2258,6 +2258,9 @@ export const MemoryService: GenService<{
   },
   /**
    * Blocks.
+   * With agent_id, the block is attached at the end of the agent's blocks; for an agent with
+   * RECOMPILE_POLICY_ON_EDIT its prompt is compiled at the next GetSystemPrompt (or the next other
+   * memory change), not by this call, so the call costs the same whatever the agent holds.
    *
    * @generated from rpc strata.memory.v1.MemoryService.CreateBlock
    */
@@ -2355,6 +2358,8 @@ export const MemoryService: GenService<{
   },
   /**
    * Conversations ("default" always exists).
+   * A new conversation of a RECOMPILE_POLICY_ON_EDIT agent shares the prompt the agent's conversations
+   * share (as last compiled); an explicit agent's new conversation gets a prompt compiled now.
    *
    * @generated from rpc strata.memory.v1.MemoryService.CreateConversation
    */

@@ -21,25 +21,32 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_a_tenant_alone_borrows_idle_capacity_and_a_newcomer_gets_the_next_slot() -> None:
-    pool = FairShare("searches", PoolLimits(capacity=2, share=1, queue=8))
+async def test_a_tenant_runs_at_most_its_share_and_waits_beyond_it() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=4, share=2, queue=8))
+    release, order = asyncio.Event(), list[str]()
+    tasks = [asyncio.create_task(_hold(pool, "noisy", release, order)) for _ in range(5)]
+    await _settle()
+    assert (pool.running("noisy"), pool.waiting("noisy")) == (2, 3)  # even with capacity idle
+    quiet = asyncio.create_task(_hold(pool, "quiet", release, order))
+    await _settle()
+    assert pool.running("quiet") == 1  # capacity left: the quiet tenant does not wait at all
+    release.set()
+    await asyncio.gather(*tasks, quiet)
+    assert pool.running("noisy") == 0
+
+
+async def test_a_freed_slot_goes_to_the_next_tenant_in_turn() -> None:
+    pool = FairShare("writes", PoolLimits(capacity=1, share=1, queue=8))
     releases = [asyncio.Event() for _ in range(4)]
     order: list[str] = []
-    noisy = [asyncio.create_task(_hold(pool, "noisy", releases[i], order)) for i in range(4)]
+    noisy = [asyncio.create_task(_hold(pool, "noisy", releases[i], order)) for i in range(3)]
     await _settle()
-    assert (pool.running("noisy"), pool.waiting("noisy")) == (2, 2)  # nobody else waits: it borrows
-    quiet_release = asyncio.Event()
-    quiet = asyncio.create_task(_hold(pool, "quiet", quiet_release, order))
+    quiet = asyncio.create_task(_hold(pool, "quiet", releases[3], order))
     await _settle()
-    assert pool.waiting("quiet") == 1
-    releases[0].set()
-    await _settle()
-    assert pool.running("quiet") == 1  # the freed slot went to the newcomer, not to noisy's queue
-    assert (pool.running("noisy"), pool.waiting("noisy")) == (1, 2)
-    for release in [*releases, quiet_release]:
+    for release in releases:
         release.set()
     await asyncio.gather(*noisy, quiet)
-    assert order[:3] == ["noisy", "noisy", "quiet"]
+    assert order == ["noisy", "noisy", "quiet", "noisy"]  # turns alternate: one queued noisy call, then quiet
 
 
 async def test_a_full_queue_is_refused_at_once_and_counted() -> None:

@@ -56,7 +56,7 @@ async def test_a_tag_flood_is_refused_before_it_is_parsed(
 async def test_a_tenant_past_its_queue_of_searches_is_refused_while_another_is_served(
     tmp_path: Path, system_embedder: OnnxSentenceEmbedder
 ) -> None:
-    pools = {"admission_searches": (2, 1, 1)}  # two at once; one per tenant while others wait
+    pools = {"admission_searches": (2, 1, 1)}  # one running per tenant, one waiting
     async with (
         ServicePair(tmp_path, system_embedder, memory_settings=pools) as pair,
         grpc.aio.insecure_channel(pair.memory_address) as channel,

@@ -132,8 +132,8 @@ class MemorySettings(ServingSettings):
     a call fails at once with RESOURCE_EXHAUSTED (reason TENANT_CONCURRENCY_LIMIT). 0: no limit."""
     admission_searches: tuple[int, int, int] = ADMISSION_POOLS["searches"]
     """SearchArchival and SearchMessages: (running at once in all, running per tenant, waiting per
-    tenant). While other tenants wait, a call past its tenant's running share waits (a tenant alone
-    may use all of it); waiting tenants take turns (round robin);
+    tenant). A call past its tenant's running share waits, even with capacity idle (one tenant alone:
+    raise the share); waiting tenants take turns (round robin);
     past the waiting bound it fails at once (RESOURCE_EXHAUSTED, TENANT_CONCURRENCY_LIMIT). JSON in
     the environment: ``[2, 1, 8]``. Applies while ``admission`` is on."""
     admission_writes: tuple[int, int, int] = ADMISSION_POOLS["writes"]

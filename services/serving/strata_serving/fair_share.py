@@ -1,14 +1,14 @@
 """Fair admission to one costly resource that tenants share (searches, writes, ...).
 
-A :class:`FairShare` pool admits at most ``capacity`` calls at once over all tenants. While other
-tenants wait, one tenant runs at most ``share`` of them; capacity nobody else waits for is lent, so a
-tenant alone may use all of it (the pool is work-conserving, like weighted fair queueing). A call that
-cannot start waits in its tenant's queue; a tenant with ``queue`` calls waiting already is refused at
-once (RESOURCE_EXHAUSTED, reason ``TENANT_CONCURRENCY_LIMIT``, naming the tenant and the limit).
-When a call ends its slot goes to the next waiting tenant below its share, in turn (round robin),
-weighted by ``weights``: a tenant of weight 2 gets two turns where one of weight 1 gets one. So a
-tenant that starts waiting waits for at most one running call to end, however many calls the others
-queued. A waiting call whose client gives up (deadline, cancel) leaves the queue.
+A :class:`FairShare` pool admits at most ``capacity`` calls at once over all tenants and at most
+``share`` of one tenant: a bounded share even when no other tenant waits, since capacity lent to a
+flooding tenant would be held by it when a quiet tenant's call arrives. A call that cannot start
+waits in its tenant's queue; a tenant with ``queue`` calls waiting already is refused at once
+(RESOURCE_EXHAUSTED, reason ``TENANT_CONCURRENCY_LIMIT``, naming the tenant and the limit). When a
+call ends its slot goes to the next waiting tenant below its share, in turn (round robin), weighted
+by ``weights``: a tenant of weight 2 gets two turns where one of weight 1 gets one. So a tenant with
+one waiting call waits for at most one call of each other tenant, however many they queued. A waiting
+call whose client gives up (deadline, cancel) leaves the queue.
 """
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ class FairShare:
     async def acquire(self, tenant: str) -> None:
         """Wait for ``tenant``'s turn and take a slot (ResourceExhausted when its queue is full);
         :meth:`release` gives it back."""
-        below_share = self.running(tenant) < self.limits.share
-        if self._free > 0 and not self.waiting(tenant) and (below_share or not self._turns):
+        if self._free > 0 and self.running(tenant) < self.limits.share and not self.waiting(tenant):
             self._take(tenant)
             return
         queue = self._waiting.setdefault(tenant, deque())
@@ -126,18 +125,17 @@ class FairShare:
                     self._turns.remove(tenant)
 
     def _dispatch(self) -> None:
-        """Grant free slots in turn to waiting tenants, those below their share first."""
-        while self._free > 0 and self._turns:
-            self._grant(self._next_turn())
+        """Grant free slots in turn to waiting tenants below their share."""
+        while self._free > 0 and (tenant := self._next_turn()) is not None:
+            self._grant(tenant)
 
-    def _next_turn(self) -> str:
-        """The next waiting tenant below its share (moved to the head of the turns); when every
-        waiting tenant is at its share, the head one: capacity nobody else waits for is lent."""
+    def _next_turn(self) -> str | None:
+        """The next waiting tenant below its share, moved to the head of the turns (None: none)."""
         for _ in range(len(self._turns)):
             if self.running(self._turns[0]) < self.limits.share:
-                break
+                return self._turns[0]
             self._turns.rotate(-1)
-        return self._turns[0]
+        return None
 
     def _grant(self, tenant: str) -> None:
         queue = self._waiting[tenant]

@@ -34,10 +34,14 @@ class Recorder(_Handler):
 
     def __init__(self) -> None:
         self.metadata: list[dict[str, str]] = []
+        self.asked_what_it_serves: list[dict[str, str]] = []  # the CLI's hint after UNIMPLEMENTED
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> None:
-        if not handler_call_details.method.startswith("/grpc.health."):  # the channel's own probe
-            self.metadata.append({k: str(v) for k, v in handler_call_details.invocation_metadata})
+        metadata = {k: str(v) for k, v in handler_call_details.invocation_metadata}
+        if handler_call_details.method.startswith("/grpc.reflection."):
+            self.asked_what_it_serves.append(metadata)
+        elif not handler_call_details.method.startswith("/grpc.health."):  # the channel's own probe
+            self.metadata.append(metadata)
 
 
 @pytest.fixture
@@ -91,6 +95,7 @@ def test_a_folder_naming_another_server_gets_no_key_until_the_user_confirms_it(
     # Naming it is the confirmation; it is remembered outside the folder, and used from then on.
     run(memfs, "--target", address, "memfs", "pull", "--dir", str(root))
     assert [m.get("authorization") for m in recorder.metadata] == [f"Bearer {KEY}"]
+    assert all("authorization" not in m for m in recorder.asked_what_it_serves)  # a hint sends no key
     assert trust.trust_path().exists()
     assert not trust.trust_path().is_relative_to(root)
     run(memfs, "memfs", "pull", "--dir", str(root))

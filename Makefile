@@ -19,7 +19,7 @@ INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: help install run run-cluster run-memory run-retrieval test check lint format typecheck proto proto-check \
-        client client-check browser coverage-branches mutation docs node mcp-inspector buf-check proto-baseline bench bench-large bench-quality bench-locomo bench-tenants clean
+        client client-check browser screenshots coverage-branches mutation docs node mcp-inspector buf-check proto-baseline bench bench-large bench-quality bench-locomo bench-tenants clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ run-retrieval: install ## start RetrievalService alone
 browser: ## Debian's Chromium for the console's browser tests (tests/console; Playwright never downloads one)
 	@command -v chromium >/dev/null || { $$([ "$$(id -u)" = 0 ] || echo sudo) apt-get update \
 	  && $$([ "$$(id -u)" = 0 ] || echo sudo) apt-get install -y chromium; }
+
+screenshots: install browser ## rewrite docs/console/*.png (docs/console.md's pictures) from the console's browser tests
+	STRATA_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/console
 
 test: install node mcp-inspector browser ## run every test (unit, golden, integration through real servers; branch coverage printed), then the TypeScript client's
 	mkdir -p .cache

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]  # no py.typed
 from playwright.sync_api import Page
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
-"""Where the test run writes each view's screenshot (docs/console.md shows them)."""
+_ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = (
+    _ROOT / "docs" / "console"
+    if os.environ.get("STRATA_UPDATE_SCREENSHOTS") == "1"
+    else _ROOT / ".cache" / "console-screenshots"
+)
+"""Where the test run writes each view's screenshot: docs/console (which docs/console.md shows) only
+when asked (``make screenshots``), so a test run leaves the tree as it found it."""
 
 BLOCKING = frozenset({"serious", "critical"})
 _AXE = Axe()
@@ -24,7 +31,7 @@ def accessible(page: Page) -> None:
 
 
 def screenshot(page: Page, name: str) -> None:
-    """Save the full page as docs/console/<name>.png."""
+    """Save the full page as <SCREENSHOTS>/<name>.png."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 

@@ -9,11 +9,11 @@ fewer indexes kept open than tenants searched (``open_32``). Figures: text-leg u
 (documents/s), FTS search p50/p90 (ms) over queries spread round-robin over the tenants, and the
 threads, descriptors and resident memory the process holds afterwards.
 
-Server engine (qdrant-client's local mode, fewer documents: local mode counts by scanning in
-Python, so its milliseconds say nothing about a Qdrant server): the counts a search sends for its
-tenant's IDF (one for the tenant, one per query term), counted afresh each search
-(``idf_cache_seconds`` 0) and reused (the default, here with the same queries asked twice), beside
-the same search sending no counts (what a generation built with the IDF modifier sends).
+Server engine (qdrant-client's local mode, fewer documents: local mode searches by scanning in
+Python, so its milliseconds say nothing about a Qdrant server): the sparse leg's search with its
+IDF corpus narrowed to the tenant (``SearchParams.idf``, as served) and collection-wide (as before),
+query by query in turn. Both are one request; on a server the corpus filter is the tenant's
+payload index.
 
     .venv/bin/python -m bench.search.tenant_scoring            # bench/results/tenant_scoring.json
     .venv/bin/python -m bench.search.tenant_scoring --quick    # smaller, for a smoke run
@@ -22,17 +22,19 @@ the same search sending no counts (what a generation built with the IDF modifier
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from qdrant_client import models
 
 from bench.perf import corpus
 from strata_retrieval.legs import TextIndex
@@ -40,6 +42,7 @@ from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope
 from strata_retrieval.text_index import TantivyTextIndex
 from strata_retrieval.text_tenants import TenantTextIndexes
+from strata_retrieval.vectors import qdrant_joint
 from strata_retrieval.vectors.qdrant_joint import QdrantJointIndex, SparseTextLeg
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "tenant_scoring.json"
@@ -147,35 +150,35 @@ def embedded(texts: Sequence[str], queries: Sequence[str], rounds: int) -> dict[
 
 
 def server(texts: Sequence[str], queries: Sequence[str], tenants: int) -> dict[str, Any]:
-    index = QdrantJointIndex(":memory:", IndexManifest("none", 1), idf_cache_seconds=3600.0)
+    """The sparse leg's search with the IDF corpus narrowed to the tenant (as served) and with the
+    collection-wide IDF of before, query by query in turn."""
+    index = QdrantJointIndex(":memory:", IndexManifest("none", 1))
     for batch in documents(texts, tenants):
         index.upsert(batch, np.ones((len(batch), 1), dtype=np.float32))
     leg = SparseTextLeg(index)
-    idf = index._idf  # the counts it sends
-    found: dict[str, Any] = {"documents": len(texts), "tenants": tenants}
-    # (tenant-scoped, forget the counts before each search, passes: the last one is timed)
-    runs = {
-        "no counts (a modifier generation's query)": (False, False, 1),
-        "tenant IDF, counted each search": (True, True, 1),
-        "tenant IDF, counts reused (the same queries asked again)": (True, False, 2),
-    }
-    for name, (scoped, forget, passes) in runs.items():
-        index._tenant_scoped = scoped
-        idf.forget(None)
-        for _ in range(passes):
-            seconds, counted = [], idf.counted
-            for i, query in enumerate(queries):
-                if forget:
-                    idf.forget(None)
+    seconds: dict[str, list[float]] = {"tenant IDF corpus": [], "collection-wide IDF": []}
+    for i, query in enumerate(queries):
+        flt = DocumentFilter(tenant_id=f"tenant-{i % tenants}")
+        for name, times in seconds.items():
+            with patched_corpus(name == "collection-wide IDF"):
                 begun = time.perf_counter()
-                leg.search(query, DocumentFilter(tenant_id=f"tenant-{i % tenants}"), 10)
-                seconds.append(time.perf_counter() - begun)
-        found[name] = percentiles(seconds) | {
-            "counts_per_search": round((idf.counted - counted) / len(queries), 2)
-        }
-        print(name, json.dumps(found[name]), flush=True)
+                leg.search(query, flt, 10)
+                times.append(time.perf_counter() - begun)
     index.close()
-    return found
+    found: dict[str, Any] = {"documents": len(texts), "tenants": tenants}
+    return found | {name: percentiles(times) for name, times in seconds.items()}
+
+
+@contextlib.contextmanager
+def patched_corpus(collection_wide: bool) -> Iterator[None]:
+    """The sparse query's IDF corpus as served, or (``collection_wide``) every point, as before."""
+    served = qdrant_joint.tenant_corpus
+    if collection_wide:
+        qdrant_joint.tenant_corpus = lambda tenant_id: models.Filter()
+    try:
+        yield
+    finally:
+        qdrant_joint.tenant_corpus = served
 
 
 def run(quick: bool) -> dict[str, Any]:

@@ -88,28 +88,3 @@ async def test_a_shared_text_index_of_an_older_version_becomes_one_per_tenant(
         assert await _scores(service, pb.SEARCH_MODE_FTS) == before
         found = await service.stub.Search(search("green tea", mode=pb.SEARCH_MODE_FTS, tenant_id="tenant-2"))
         assert [hit.document.id for hit in found.hits] == ["o-1"]
-
-
-async def test_server_engine_counts_a_tenants_terms_again_only_after_its_own_writes(
-    tmp_path: Path, embedder: OnnxSentenceEmbedder
-) -> None:
-    settings = ENGINES["server"] | {"idf_cache_seconds": 3600.0}
-    async with running_service(tmp_path / "data", embedder, **settings) as service:
-        assert service.app.engine is not None
-        idf = service.app.engine.text_leg._index._idf  # type: ignore[attr-defined]  # the server's
-        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=MEMORIES))
-        first = await _scores(service, pb.SEARCH_MODE_FTS)
-        counted = idf.counted
-        assert await _scores(service, pb.SEARCH_MODE_FTS) == first
-        assert idf.counted == counted, "the same terms again: nothing counted"
-
-        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=_other_tenant()))
-        assert await _scores(service, pb.SEARCH_MODE_FTS) == first
-        assert idf.counted == counted, "another tenant's writes leave this one's counts"
-
-        tea = passage("p-tea-2", "green tea again, and more tea")
-        await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[tea]))
-        again = await _scores(service, pb.SEARCH_MODE_FTS)
-        assert idf.counted > counted
-        assert again[0] != first[0]
-        assert "p-tea-2" in [key for key, _ in again[0]]

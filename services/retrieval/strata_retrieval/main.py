@@ -157,7 +157,6 @@ def open_server_engine(settings: RetrievalSettings, embedder: Embedder) -> Retri
         collection=settings.qdrant_collection,
         api_key=api_key,
         bm25=Bm25Params(avg_len=settings.bm25_avg_len),
-        idf_cache_seconds=settings.idf_cache_seconds,
         rebuild_with=embedder.embed_documents if settings.rebuild_on_model_change else None,
     )
     return RetrievalEngine(embedder, index, SparseTextLeg(index), engine_config(settings))

@@ -47,12 +47,6 @@ class RetrievalSettings(ServingSettings):
         "empty collection; `python -m strata_retrieval.rebuild` measures it again); pinned in the "
         "collection, so changing it needs a rebuild",
     )
-    idf_cache_seconds: float = Field(
-        default=1.0,
-        ge=0,
-        description="server engine: how long a tenant's BM25 term counts (its own IDF) are reused; a write "
-        "through this replica to the tenant counts again at once, another replica's within this time",
-    )
     embedder_precision: Precision | None = Field(
         default=None,
         description="fp32 | int8; unset: what an existing index was built with, int8 for a new one",

@@ -1,23 +1,19 @@
 """BM25 as the server engine stores it: Qdrant's own BM25 (``qdrant_edge.Bm25``) turning a document's
 text into the sparse vector a point carries (``bm25``), under parameters pinned per generation.
 
-Term frequencies are saturated with ``k`` and length-normalised with ``b`` against ``avg_len``. The
-inverse document frequency is the searching tenant's own, not the collection's (Qdrant's IDF
-modifier is not used): each point's payload lists its terms (``bm25_terms``, the sparse indices) so
-that :mod:`.tenant_idf` can count the tenant's documents holding a query term.
+Term frequencies are saturated with ``k`` and length-normalised with ``b`` against ``avg_len``; the
+collection's sparse vector carries the IDF modifier, so Qdrant multiplies each query term by its
+inverse document frequency at search time (:mod:`.qdrant_joint`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import qdrant_edge as qe
 from qdrant_client import models
 
 SPARSE_NAME = "bm25"
-TERMS_FIELD = "bm25_terms"  # payload: the point's sparse indices, counted per tenant for IDF
-IDF_SCOPE = {"idf_scope": "tenant"}  # pinned in a generation's metadata: no IDF modifier, terms listed
 DEFAULT_AVG_LEN = 256.0  # Qdrant's: tokens after stop words
 
 
@@ -42,8 +38,3 @@ def sparse_vector(bm25: qe.Bm25, text: str) -> models.SparseVector:
     """A document's text as the sparse vector its point stores."""
     sparse = bm25.embed_document(text)
     return models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-
-
-def with_terms(payload: dict[str, Any], sparse: models.SparseVector) -> dict[str, Any]:
-    """A point's payload listing its text's terms (its sparse vector's indices) for IDF counts."""
-    return {**payload, TERMS_FIELD: list(sparse.indices)}

@@ -6,12 +6,11 @@ Each point holds the document's payload, its dense embedding (``dense``) and its
 sparse vector (``bm25``). The sparse vectors are built here (:mod:`.bm25`) with Qdrant's own BM25
 (``qdrant_edge.Bm25``: the server's BM25 inference — same tokeniser, English stop words and Snowball
 stemmer — term frequencies saturated with ``k`` and length-normalised with ``b`` against
-``avg_len``). A query term's weight is its inverse document frequency among the searching tenant's
-documents only (:mod:`.tenant_idf`, counted over the terms each payload lists; the collection has
-no IDF modifier, which would count every tenant's): together, BM25 whose scores no other tenant's
-writes change. ``avg_len`` is the generation's, pinned when it is built (below). A generation built
-before (with the IDF modifier) is served as it was, every tenant's documents weighing each term,
-until a rebuild.
+``avg_len``), and the collection's sparse vector carries the IDF modifier, so Qdrant multiplies
+each query term by its inverse document frequency at search time: together, BM25. A query's sparse
+vector has weight 1 per distinct term. The IDF corpus is the searching tenant's documents
+(``SearchParams.idf``, per-tenant IDF statistics, Qdrant 1.19), not the collection: another tenant's
+writes change no score, and a tenant cannot probe the words others hold.
 
 Hybrid search sends both legs, each with the filter inside its query, in one request
 (``query_batch_points``) and fuses them with Strata's weighted RRF
@@ -56,13 +55,10 @@ from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors import generations, qdrant_rebuild
 from strata_retrieval.vectors.bm25 import (
     DEFAULT_AVG_LEN,
-    IDF_SCOPE,
     SPARSE_NAME,
-    TERMS_FIELD,
     Bm25Params,
     bm25_encoder,
     sparse_vector,
-    with_terms,
 )
 from strata_retrieval.vectors.payload import (
     HNSW_EF,
@@ -71,7 +67,6 @@ from strata_retrieval.vectors.payload import (
 )
 from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex, client_filter
 from strata_retrieval.vectors.qdrant_rebuild import REBUILD_PAGE, Building, Embed
-from strata_retrieval.vectors.tenant_idf import DEFAULT_TTL_SECONDS, TenantIdf
 
 log = logging.getLogger("strata.retrieval.qdrant_server")
 REBUILD_WAIT_SECONDS = 1.0
@@ -92,11 +87,9 @@ class QdrantJointIndex(QdrantDenseIndex):
         api_key: str | None = None,
         bm25: Bm25Params | None = None,
         rebuild_with: Embed | None = None,
-        idf_cache_seconds: float = DEFAULT_TTL_SECONDS,
     ) -> None:
         """``rebuild_with``: when the serving generation was built with another model or other BM25
-        parameters, rebuild it with this embedder (:meth:`rebuild`) instead of refusing it.
-        ``idf_cache_seconds``: how long a tenant's term counts are reused (:mod:`.tenant_idf`)."""
+        parameters, rebuild it with this embedder (:meth:`rebuild`) instead of refusing it."""
         self._manifest = manifest
         self._wanted = bm25 or Bm25Params()
         self._params = replace(self._wanted, avg_len=self._wanted.avg_len or DEFAULT_AVG_LEN)
@@ -104,11 +97,7 @@ class QdrantJointIndex(QdrantDenseIndex):
         self._writes = threading.Lock()  # a write and a rebuild's copy of a page, one at a time
         self._building: Building | None = None
         self._rebuild_with = rebuild_with
-        self._tenant_scoped = True  # False while serving a generation built with the IDF modifier
         super().__init__(url, manifest.embedding_dimension, collection=collection, api_key=api_key)
-        self._idf = TenantIdf(
-            self._client, self._collection, concurrent=not self._local, ttl=idf_cache_seconds
-        )
 
     def _open(self, dimension: int) -> None:
         waited = False
@@ -121,13 +110,6 @@ class QdrantJointIndex(QdrantDenseIndex):
                 return
             found = self._metadata(serving)
             if self._matches(found):
-                self._tenant_scoped = _tenant_scoped(found)
-                if not self._tenant_scoped:
-                    log.warning(
-                        "collection %r weighs BM25 terms by every tenant's documents (built before "
-                        "tenant-scoped IDF) until it is rebuilt: python -m strata_retrieval.rebuild",
-                        self._collection,
-                    )
                 self._params = Bm25Params(**found["bm25"])
                 self._bm25 = bm25_encoder(self._params)
                 return
@@ -144,7 +126,7 @@ class QdrantJointIndex(QdrantDenseIndex):
                 time.sleep(REBUILD_WAIT_SECONDS)
             else:
                 return
-        super().close()  # local mode on disk holds a lock until closed
+        self.close()  # local mode on disk holds a lock until closed
         raise EmbeddingModelMismatch(
             f"Qdrant collection {self._collection!r} was built with {found or 'no recorded model'} but "
             f"the service is configured with {self._pins(self._wanted)}; rebuild it (start once with "
@@ -157,7 +139,7 @@ class QdrantJointIndex(QdrantDenseIndex):
         )
 
     def _pins(self, params: Bm25Params) -> dict[str, Any]:
-        return {**asdict(self._manifest), "bm25": asdict(params), **IDF_SCOPE}
+        return {**asdict(self._manifest), "bm25": asdict(params)}
 
     def _metadata(self, collection: str) -> dict[str, Any]:
         return dict(self._client.get_collection(collection).config.metadata or {})
@@ -185,7 +167,7 @@ class QdrantJointIndex(QdrantDenseIndex):
                         size=self._manifest.embedding_dimension, distance=models.Distance.COSINE
                     )
                 },
-                sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams()},  # IDF: the tenant's
+                sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                 metadata=metadata,
             )
         except Exception as failure:
@@ -196,9 +178,6 @@ class QdrantJointIndex(QdrantDenseIndex):
                 ) from failure
             raise
         self._create_payload_indexes(name)
-        if not self._local:
-            terms = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False)
-            self._client.create_payload_index(name, TERMS_FIELD, terms)
 
     @property
     def bm25_params(self) -> Bm25Params:
@@ -260,7 +239,6 @@ class QdrantJointIndex(QdrantDenseIndex):
                 generations.swap(self._client, self._collection, serving, building.collection)
                 self._building = None
                 self._params, self._bm25 = params, building.bm25
-                self._tenant_scoped = True
         except BaseException:
             with self._writes:
                 self._building = None
@@ -293,7 +271,6 @@ class QdrantJointIndex(QdrantDenseIndex):
             self._client.upsert(
                 self._collection, points=self._points(self._bm25, documents, vectors), wait=True
             )
-            self._idf.forget({document.scope.tenant_id for document in documents})
             if self._building is not None:
                 points = self._points(self._building.bm25, documents, vectors)
                 self._client.upsert(self._building.collection, points=points, wait=True)
@@ -301,26 +278,21 @@ class QdrantJointIndex(QdrantDenseIndex):
     def _points(
         self, bm25: qe.Bm25, documents: Sequence[Document], vectors: Vectors
     ) -> list[models.PointStruct]:
-        points = []
-        for doc, row in zip(documents, vectors, strict=True):
-            sparse = sparse_vector(bm25, doc.full_text)
-            vector = {VECTOR_NAME: row.tolist(), SPARSE_NAME: sparse}
-            points.append(
-                models.PointStruct(id=doc.key, vector=vector, payload=with_terms(to_payload(doc), sparse))
+        return [
+            models.PointStruct(
+                id=doc.key,
+                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: sparse_vector(bm25, doc.full_text)},
+                payload=to_payload(doc),
             )
-        return points
+            for doc, row in zip(documents, vectors, strict=True)
+        ]
 
     def delete(self, keys: Sequence[str]) -> None:
         with self._writes:
             super().delete(keys)
-            self._idf.forget(None)
             if self._building is not None and keys:
                 selector = models.PointIdsList(points=list(keys))
                 self._client.delete(self._building.collection, points_selector=selector, wait=True)
-
-    def close(self) -> None:
-        self._idf.close()
-        super().close()
 
     def search_text(self, text: str, flt: DocumentFilter, limit: int) -> list[ScoredKey]:
         request = self._text_request(text, flt, limit)
@@ -363,15 +335,11 @@ class QdrantJointIndex(QdrantDenseIndex):
         query = self._bm25.embed_query(" ".join(query_words(text)))
         if not query.indices or limit <= 0:
             return None
-        terms = sorted(set(query.indices))
-        if self._tenant_scoped:
-            weights = self._idf.weights(flt.tenant_id, terms)
-        else:  # an older generation's IDF modifier weighs each term, by every tenant's documents
-            weights = dict.fromkeys(terms, 1.0)
         return models.QueryRequest(
-            query=models.SparseVector(indices=list(weights), values=list(weights.values())),
+            query=models.SparseVector(indices=list(query.indices), values=list(query.values)),
             using=SPARSE_NAME,
             filter=client_filter(flt),
+            params=models.SearchParams(idf=models.IdfCorpusParams(corpus=tenant_corpus(flt.tenant_id))),
             limit=limit,
             with_payload=False,
         )
@@ -401,9 +369,11 @@ class SparseTextLeg:
         """The index owns the connection and closes it."""
 
 
-def _tenant_scoped(metadata: dict[str, Any]) -> bool:
-    """Whether a generation was built for tenant-scoped IDF (no IDF modifier, terms listed)."""
-    return all(metadata.get(key) == value for key, value in IDF_SCOPE.items())
+def tenant_corpus(tenant_id: str) -> models.Filter:
+    """The points a tenant's BM25 statistics (the IDF of each query term) are computed over."""
+    return models.Filter(
+        must=[models.FieldCondition(key="tenant_id", match=models.MatchValue(value=tenant_id))]
+    )
 
 
 def _scored(response: models.QueryResponse) -> list[ScoredKey]:

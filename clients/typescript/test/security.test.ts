@@ -11,7 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { RetrievalClient, UnauthenticatedError } from "../src/index.js";
 import { makePki, type Server, startServer, untilServing } from "./servers.js";
 
-const KEY = "service-key-for-tests";
+const KEY = "ts-tests-9f3c1a7e5b2d8046c1e9a3f7";  // passes the services' key rule (24+ characters, not guessable)
 
 describe("RetrievalService with an API key and mTLS", () => {
   let folder: string;

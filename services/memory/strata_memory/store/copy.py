@@ -5,7 +5,8 @@
 
 Both stores are migrated to the newest revision first; the target must be empty. Rows are copied in
 primary-key order, parents before children, in one transaction on the target (all or nothing), and
-PostgreSQL's id sequences are moved past the copied ids. At the end the row count of every table is
+PostgreSQL's id sequences are moved past the copied ids; usage counts (kept by triggers) are copied last, as
+the source holds them. At the end the row count of every table is
 compared and printed; a difference is an error. Stop every MemoryService on the source first (a write
 made during the copy would be missed), then start the replicas on the target and run a Reindex
 (docs/deployment.md).
@@ -19,13 +20,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, func, insert, select
+from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.engine import Connection
 
 from strata_memory.store import schema
 from strata_memory.store.database import Database
 
 BATCH_ROWS = 1000
+KEPT_BY_TRIGGERS = frozenset({schema.tenant_usage.name})
+"""Tables the target's triggers fill while the others are copied: emptied, then copied as the source
+holds them (so usage counts move exactly, with their check marks)."""
 _SUMMARY = "Copy a whole store into an empty one (e.g. SQLite to PostgreSQL), then compare counts."
 
 
@@ -55,7 +59,11 @@ def copy_store(source_url: str, target_url: str, *, batch_rows: int = BATCH_ROWS
             if occupied:
                 raise TargetNotEmpty(f"the target store is not empty (rows in {', '.join(occupied)})")
             with source.reading() as out_of:
-                for table in _tables():
+                tables = _tables()
+                last = [table for table in tables if table.name in KEPT_BY_TRIGGERS]
+                for table in [table for table in tables if table.name not in KEPT_BY_TRIGGERS] + last:
+                    if table.name in KEPT_BY_TRIGGERS:
+                        into.execute(delete(table))
                     for rows in _batches(out_of, table, batch_rows):
                         into.execute(insert(table), rows)
             if target.backend == "postgresql":

@@ -1,7 +1,8 @@
-"""Paired, interleaved A/B of MemoryService's two edit scenarios (``make bench``'s c=1 memory phase)
-between sources of MemoryService, beside the bare ``grpc.aio`` floor.
+"""Paired, interleaved A/B of MemoryService's c=1 scenarios (``make bench``'s c=1 memory phase: the
+two edits by default, ``--reads`` adds GetBlock, RenderMemory and GetSystemPrompt) between sources of
+MemoryService, beside the bare ``grpc.aio`` floor.
 
-    python -m bench.perf.edit_ab --tree main=/tmp/main --tree new=. --rounds 150
+    python -m bench.perf.edit_ab --tree main=/tmp/main --tree new=. --rounds 150 [--reads]
 
 Each ``--tree NAME=PATH`` is a source tree (a checkout or ``git archive`` of a commit); the first is
 the reference the others are compared with. Each server runs with
@@ -30,6 +31,7 @@ from bench.perf.scenarios import HEALTH, Call
 
 WORK = Path(".cache/bench/work/edit_ab")
 EDITS = ("ExecuteTool(memory_replace)", "ExecuteTool(core_memory_append)")
+READS = ("GetBlock", "RenderMemory", "GetSystemPrompt")
 
 
 def _server(name: str, tree: Path) -> ServerProcess:
@@ -47,9 +49,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=CALLS_PER_ROUND)
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--reads", action="store_true", help="the three reads too")
+    parser.add_argument("--no-edits", action="store_true", help="leave the two edits out")
     args = parser.parse_args()
     trees = {name: Path(path) for name, path in (each.split("=", 1) for each in args.tree)}
     reference = next(iter(trees))
+    scenarios = (READS if args.reads else ()) + (() if args.no_edits else EDITS)
     WORK.mkdir(parents=True, exist_ok=True)
     load = [os.getloadavg()[0]]
     with contextlib.ExitStack() as running:
@@ -61,7 +66,7 @@ def main() -> None:
             seeds[name] = seed(server.address)
             lanes.append(Lane(f"{name} floor", server.address, Call(HEALTH), server.pid))
             ops = operations(seeds[name], 1)
-            lanes += [Lane(f"{name} {edit}", server.address, ops[edit], server.pid) for edit in EDITS]
+            lanes += [Lane(f"{name} {op}", server.address, ops[op], server.pid) for op in scenarios]
         found = interleave(lanes, rounds=args.rounds, calls=args.calls, seed=args.seed)
         sizes = {name: block_sizes(server.address, seeds[name]) for name, server in servers.items()}
     load.append(os.getloadavg()[0])

@@ -14,6 +14,7 @@ from strata.memory.v1 import resources_pb2 as pb
 from strata_memory import conversions as conv
 from strata_memory.agent_file_servicer import AgentFileHandlers
 from strata_memory.archival_servicer import ArchivalHandlers
+from strata_memory.domain.model import RenderMode
 from strata_memory.domain.tools import RETRIEVAL_TOOLS, tool_schemas
 from strata_memory.operations.agents import AGENT_FIELDS
 from strata_memory.operations.blocks import BLOCK_FIELDS, BlockLocator
@@ -89,8 +90,9 @@ class MemoryServicer(
         return conv.block_to_proto(record)
 
     async def GetBlock(self, request: api.GetBlockRequest, context: Context) -> pb.Block:
-        record = await self._ops.blocks.get(tenant_of(context), _locator(request.block, "block"))
-        return conv.block_to_proto(record)
+        return await self._ops.blocks.reply(
+            tenant_of(context), _locator(request.block, "block"), conv.block_to_proto
+        )
 
     async def ListBlocks(self, request: api.ListBlocksRequest, context: Context) -> api.ListBlocksResponse:
         tenant = tenant_of(context)
@@ -285,10 +287,9 @@ class MemoryServicer(
         mode = conv.choice(conv.RENDER_MODES, request.mode, "mode", default=None) if request.mode else None
         moment = _moment(request, "as_of", "receipt_id")
         if moment is None:
-            text, used = await self._ops.prompts.render(tenant_of(context), agent_id, mode)
-        else:
-            text, used = await self._history.render(tenant_of(context), agent_id, moment, mode)
-        return api.RenderMemoryResponse(text=text, mode={v: k for k, v in conv.RENDER_MODES.items()}[used])
+            return await self._ops.prompts.render_reply(tenant_of(context), agent_id, mode, _render_response)
+        text, used = await self._history.render(tenant_of(context), agent_id, moment, mode)
+        return _render_response(text, used)
 
     async def DiffMemory(self, request: api.DiffMemoryRequest, context: Context) -> api.DiffMemoryResponse:
         agent_id = conv.required(request.agent_id, "agent_id")
@@ -303,10 +304,12 @@ class MemoryServicer(
     async def GetSystemPrompt(self, request: api.GetSystemPromptRequest, context: Context) -> pb.SystemPrompt:
         agent_id = conv.required(request.agent_id, "agent_id")
         conversation = conv.conversation_or_default(request.conversation_id)
-        view = await self._ops.prompts.get(tenant_of(context), agent_id, conversation)
-        if view.prompt.receipt is not None:
-            annotate(RECEIPT_ATTRIBUTE, view.prompt.receipt.id)
-        return conv.prompt_to_proto(view)
+        reply = await self._ops.prompts.get_reply(
+            tenant_of(context), agent_id, conversation, conv.prompt_to_proto
+        )
+        if reply.HasField("receipt"):
+            annotate(RECEIPT_ATTRIBUTE, reply.receipt.id)
+        return reply
 
     async def GetPromptReceipt(
         self, request: api.GetPromptReceiptRequest, context: Context
@@ -353,6 +356,13 @@ class MemoryServicer(
             block=conv.block_to_proto(run.block) if run.block else None,
             prompt_recompiled=run.prompt_recompiled,
         )
+
+
+_RENDER_MODE_ENUM = {v: k for k, v in conv.RENDER_MODES.items()}
+
+
+def _render_response(text: str, used: RenderMode) -> api.RenderMemoryResponse:
+    return api.RenderMemoryResponse(text=text, mode=_RENDER_MODE_ENUM[used])
 
 
 def _moment(request: Any, time_field: str, receipt_field: str) -> Moment | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from sqlalchemy.engine import Connection
 
@@ -22,6 +23,7 @@ from strata_memory.store.database import Database
 from strata_memory.store.records import AgentRecord, BlockRecord, BlockVersionRecord, Page
 from strata_serving.errors import InvalidArgument
 
+R = TypeVar("R")
 BLOCK_FIELDS = ("value", "limit", "description", "read_only", "metadata", "label")
 
 
@@ -77,7 +79,32 @@ class Blocks:
         return await self._db.write(work)
 
     async def get(self, tenant_id: str, locator: BlockLocator) -> BlockRecord:
-        return await self._db.read(lambda conn: locator.find(conn, tenant_id))
+        record = await self._db.read(lambda conn: locator.find(conn, tenant_id))
+        self._db.glances.warm(("block", tenant_id, locator))
+        return record
+
+    async def reply(self, tenant_id: str, locator: BlockLocator, build: Callable[[BlockRecord], R]) -> R:
+        """``build(block)``, kept and reused while the block's stamp is unchanged: the stamp is read on
+        the event loop where that is safe (``store.glance``), the block in full on the pool otherwise
+        and on a miss (``operations.reply_cache``)."""
+        replies = self._prompts.replies
+        stamp = self._db.glances.run(
+            ("block", tenant_id, locator),
+            lambda raw: block_rows.block_stamp(
+                raw, tenant_id, block_id=locator.block_id, agent_id=locator.agent_id, label=locator.label
+            ),
+        )
+        if stamp is not None and (kept := replies.get(("GetBlock", tenant_id, stamp))) is not None:
+            return cast(R, kept)
+        record = await self.get(tenant_id, locator)
+        built = build(record)
+        replies.put(
+            ("GetBlock", tenant_id, block_rows.stamp_of(record)),
+            built,
+            characters=len(record.block.value),
+            block_ids=(record.block.id,),
+        )
+        return built
 
     async def listing(self, tenant_id: str, agent_id: str, page: Page) -> list[BlockRecord]:
         def work(conn: Connection) -> list[BlockRecord]:

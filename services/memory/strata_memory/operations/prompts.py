@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import groupby
+from typing import TypeVar, cast
 
 from sqlalchemy.engine import Connection
 
@@ -23,6 +25,7 @@ from strata_memory.domain.prompt import MemoryStats, assemble_system_prompt, ren
 from strata_memory.domain.receipts import BlockUse, PromptReceipt, system_digest
 from strata_memory.domain.render import render_directories
 from strata_memory.operations.render_cache import RenderCache
+from strata_memory.operations.reply_cache import ReplyCache
 from strata_memory.store import agents as agent_rows
 from strata_memory.store import blocks as block_rows
 from strata_memory.store import files as file_rows
@@ -35,6 +38,7 @@ from strata_memory.store.records import AgentRecord, BlockRecord, FileRecord, Pr
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 Clock = Callable[[], datetime]
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,8 @@ class Prompts:
         self._db = db
         self._clock = clock
         self.renders = RenderCache()
+        self.replies = ReplyCache()
+        """Replies of the hot reads (GetBlock, RenderMemory) under the stamps they were built from."""
 
     @property
     def database(self) -> Database:
@@ -73,6 +79,36 @@ class Prompts:
                 lambda conn: self._compiled_view(conn, tenant_id, agent_id, conversation_id)
             )
         return found
+
+    async def get_reply(
+        self, tenant_id: str, agent_id: str, conversation_id: str, build: Callable[[PromptView], R]
+    ) -> R:
+        """``build(view)`` of :meth:`get`, kept and reused while everything the view is a function of is
+        unchanged (``_prompt_key``): that is read on the event loop where it is safe (``store.glance``),
+        and in the full read's own transaction on a miss. Not kept: a prompt compiled by the read
+        itself (none stored, or a deferred recompile due) and an agent's with files."""
+        if not self._db.glances.enabled:
+            return build(await self.get(tenant_id, agent_id, conversation_id))
+        warm = ("prompt", tenant_id, agent_id, conversation_id)
+        key = self._db.glances.run(warm, lambda raw: _prompt_key(raw, tenant_id, agent_id, conversation_id))
+        if key is not None and (kept := self.replies.get(key)) is not None:
+            return cast(R, kept)
+
+        def work(conn: Connection) -> tuple[Hashable | None, PromptView | None]:
+            raw = cast(sqlite3.Connection, conn.connection.driver_connection)  # this transaction's
+            return _prompt_key(raw, tenant_id, agent_id, conversation_id), self._view(
+                conn, tenant_id, agent_id, conversation_id
+            )
+
+        key, view = await self._db.read(work)
+        self._db.glances.warm(warm)
+        if view is None:  # due: compiled by a write (get), not kept
+            return build(await self.get(tenant_id, agent_id, conversation_id))
+        built = build(view)
+        if key is not None:
+            blocks = [stamp[0] for stamp in key[-1]]  # type: ignore[index]
+            self.replies.put(key, built, characters=len(view.prompt.text), block_ids=blocks)
+        return built
 
     def _compiled_view(
         self, conn: Connection, tenant_id: str, agent_id: str, conversation_id: str
@@ -108,13 +144,42 @@ class Prompts:
 
     async def render(self, tenant_id: str, agent_id: str, mode: RenderMode | None) -> tuple[str, RenderMode]:
         """Core memory rendered in ``mode`` (the agent's own mode when None)."""
+        text, used, _ = await self._render_read(tenant_id, agent_id, mode)
+        return text, used
 
-        def work(conn: Connection) -> tuple[str, RenderMode]:
+    async def render_reply(
+        self, tenant_id: str, agent_id: str, mode: RenderMode | None, build: Callable[[str, RenderMode], R]
+    ) -> R:
+        """``build(text, mode used)`` of :meth:`render`, kept and reused while the agent's render mode
+        and its blocks' stamps are unchanged and it has no files (files carry no version): the stamps
+        are read on the event loop where that is safe (``store.glance``, ``operations.reply_cache``)."""
+        seen = self._db.glances.run(
+            ("memory", tenant_id, agent_id), lambda raw: block_rows.memory_stamps(raw, tenant_id, agent_id)
+        )
+        if seen is not None and seen[1] == 0:
+            kept = self.replies.get(("RenderMemory", tenant_id, agent_id, mode, seen[0], seen[2]))
+            if kept is not None:
+                return cast(R, kept)
+        text, used, read = await self._render_read(tenant_id, agent_id, mode)
+        built = build(text, used)
+        if read.file_count == 0:
+            stamps = tuple(block_rows.stamp_of(r) for r in read.blocks)
+            key = ("RenderMemory", tenant_id, agent_id, mode, read.render_mode.value, stamps)
+            self.replies.put(key, built, characters=len(text), block_ids=[s[0] for s in stamps])
+        return built
+
+    async def _render_read(
+        self, tenant_id: str, agent_id: str, mode: RenderMode | None
+    ) -> tuple[str, RenderMode, block_rows.AgentMemory]:
+        def work(conn: Connection) -> tuple[str, RenderMode, block_rows.AgentMemory]:
             memory = block_rows.agent_memory(conn, tenant_id, agent_id)
             used = mode or memory.render_mode
-            return self._core_memory(conn, agent_id, used, memory.blocks, files=memory.file_count > 0), used
+            text = self._core_memory(conn, agent_id, used, memory.blocks, files=memory.file_count > 0)
+            return text, used, memory
 
-        return await self._db.read(work)
+        found = await self._db.read(work)
+        self._db.glances.warm(("memory", tenant_id, agent_id))
+        return found
 
     def compile(self, conn: Connection, agent: AgentRecord, conversation_id: str) -> PromptRecord:
         """The prompt as it would be compiled now (not saved)."""
@@ -231,6 +296,18 @@ class Prompts:
             blocks = block_rows.agent_blocks(conn, agent_id)
         attached = directories(file_rows.agent_files(conn, agent_id)) if files else []
         return self.renders.render_blocks(blocks, mode) + render_directories(attached)
+
+
+def _prompt_key(
+    raw: sqlite3.Connection, tenant_id: str, agent_id: str, conversation_id: str
+) -> Hashable | None:
+    """What a conversation's prompt read is a function of (``store.prompts.prompt_inputs`` and the
+    blocks' stamps), or None when its read would not be kept (see ``Prompts.get_reply``)."""
+    inputs = prompt_rows.prompt_inputs(raw, tenant_id, agent_id, conversation_id)
+    memory = block_rows.memory_stamps(raw, tenant_id, agent_id) if inputs and inputs.cacheable else None
+    if inputs is None or memory is None:
+        return None
+    return ("GetSystemPrompt", tenant_id, agent_id, conversation_id, inputs, memory[2])
 
 
 @dataclass(frozen=True, slots=True)

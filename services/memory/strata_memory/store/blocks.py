@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from strata_memory.domain.errors import AgentNotFound, BlockExists, BlockNotFound, EtagMismatch
 from strata_memory.domain.model import Block, RenderMode
 from strata_memory.store import memory_history, schema
+from strata_memory.store.glance import Statement
 from strata_memory.store.records import BlockRecord, BlockVersionRecord, Page, etag_of, now_us
 
 # Statements on the read and edit paths are built once: constructing a statement costs more CPU than
@@ -369,3 +371,63 @@ def _version_record(row: RowMapping) -> BlockVersionRecord:
 
 def _str_map(raw: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in (raw or {}).items()}
+
+
+# What a block's reply and an agent's rendered memory are keyed by (``store.glance``): ids, versions and
+# write times, read on the event loop without the values.
+_STAMP_COLUMNS = (_blocks.c.id, _blocks.c.version, _blocks.c.updated_us)
+_STAMP_BY_ID = Statement(
+    select(*_STAMP_COLUMNS).where(
+        _blocks.c.id == bindparam("block_id"), _blocks.c.tenant_id == bindparam("tenant_id")
+    )
+)
+_STAMP_BY_LABEL = Statement(
+    select(*_STAMP_COLUMNS)
+    .join(_attached, _attached.c.block_id == _blocks.c.id)
+    .where(
+        _attached.c.agent_id == bindparam("agent_id"),
+        _attached.c.label == bindparam("label"),
+        _blocks.c.tenant_id == bindparam("tenant_id"),
+    )
+)
+_MEMORY_STAMPS = Statement(
+    select(_AGENT_MEMORY.selected_columns[0], _AGENT_MEMORY.selected_columns[1], *_STAMP_COLUMNS)
+    .select_from(
+        _agents.outerjoin(_attached, _attached.c.agent_id == _agents.c.id).outerjoin(
+            _blocks, _blocks.c.id == _attached.c.block_id
+        )
+    )
+    .where(_agents.c.id == bindparam("agent_id"), _agents.c.tenant_id == bindparam("tenant_id"))
+    .order_by(_attached.c.position)
+)
+
+BlockStamp = tuple[str, int, int]
+"""A block's id, version and time of its last write: equal stamps mean equal blocks (ids are never
+reused, and every write of a block moves its version and write time)."""
+
+
+def block_stamp(
+    raw: sqlite3.Connection, tenant_id: str, *, block_id: str = "", agent_id: str = "", label: str = ""
+) -> BlockStamp | None:
+    """The stamp of the tenant's block (by id, or by an agent's label for it); None if there is none."""
+    if block_id:
+        rows = _STAMP_BY_ID.rows(raw, {"block_id": block_id, "tenant_id": tenant_id})
+    else:
+        rows = _STAMP_BY_LABEL.rows(raw, {"tenant_id": tenant_id, "agent_id": agent_id, "label": label})
+    return (str(rows[0][0]), int(rows[0][1]), int(rows[0][2])) if rows else None
+
+
+def stamp_of(record: BlockRecord) -> BlockStamp:
+    return (record.block.id, record.block.version, record.updated_us)
+
+
+def memory_stamps(
+    raw: sqlite3.Connection, tenant_id: str, agent_id: str
+) -> tuple[str, int, tuple[BlockStamp, ...]] | None:
+    """The agent's render mode, file count and its blocks' stamps in attach order; None if the tenant
+    has no such agent."""
+    rows = _MEMORY_STAMPS.rows(raw, {"agent_id": agent_id, "tenant_id": tenant_id})
+    if not rows:
+        return None
+    stamps = tuple((str(r[2]), int(r[3]), int(r[4])) for r in rows if r[2] is not None)
+    return str(rows[0][0]), int(rows[0][1]), stamps

@@ -49,6 +49,7 @@ from sqlalchemy.exc import DBAPIError
 from strata_memory.limits import QUOTA_DEFAULTS
 from strata_memory.store import quotas
 from strata_memory.store.failures import sqlstate, storage_failure, worth_rerunning
+from strata_memory.store.glance import Glances, sqlite_path
 from strata_memory.store.postgres_session import SessionLimits
 from strata_serving import tracing
 
@@ -110,6 +111,8 @@ class Database:
         self._busy_timeout_s = busy_timeout_ms / 1000
         self._sharing: list[_Shared] = []  # writes for the next shared transaction (write_together)
         self._committer: asyncio.Task[None] | None = None
+        self.glances = Glances(sqlite_path(url) if self.is_sqlite else None)
+        """Small reads on the event loop where the page cache makes them safe (``store.glance``)."""
 
     def _engine(self, url: str, *, immediate: bool, busy_timeout_ms: int) -> Engine:
         if self.is_sqlite:
@@ -336,6 +339,7 @@ class Database:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+        self.glances.close()
         self._reader.dispose()
         self._writer.dispose()
         self._prober.dispose()

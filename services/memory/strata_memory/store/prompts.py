@@ -12,6 +12,7 @@ of their own; the first recompile of such an agent drops them).
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from sqlalchemy.engine import Connection, RowMapping
 from strata_memory.domain.errors import ConversationNotFound
 from strata_memory.domain.receipts import PromptReceipt
 from strata_memory.store import schema
+from strata_memory.store.glance import Statement
 from strata_memory.store.receipts import receipt_from_row, save_receipt
 from strata_memory.store.records import PromptRecord
 
@@ -350,3 +352,41 @@ def share_snapshot(conn: Connection, agent_id: str, conversation_id: str) -> boo
         )
     )
     return bool(shared.rowcount)
+
+
+# Everything a conversation's prompt as read (``operations.prompts.Prompts.get``) is a function of,
+# except its blocks' values (their stamps stand for them: ``store.blocks.memory_stamps``) and files:
+# the columns themselves, read on a raw connection (``store.glance``) to key a kept reply.
+_AGENT_ROW = Statement(
+    select(schema.agents).where(
+        schema.agents.c.id == bindparam("agent_id"), schema.agents.c.tenant_id == bindparam("tenant_id")
+    )
+)
+_CONVERSATION_PROMPT_ROW = Statement(_CONVERSATION_PROMPT)
+_TAG_ROWS = Statement(_TAGS)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptInputs:
+    """The rows a prompt read depends on, as plain tuples (a key); ``cacheable`` is False when the read
+    would compile (nothing stored, or a deferred recompile due) or the agent has files."""
+
+    agent: tuple[Any, ...]
+    prompt: tuple[Any, ...]
+    tags: tuple[Any, ...]
+    cacheable: bool
+
+
+def prompt_inputs(
+    raw: sqlite3.Connection, tenant_id: str, agent_id: str, conversation_id: str
+) -> PromptInputs | None:
+    """The inputs of the tenant's agent's conversation prompt; None when either is missing."""
+    agent = _AGENT_ROW.rows(raw, {"agent_id": agent_id, "tenant_id": tenant_id})
+    params = {"agent_id": agent_id, "conversation_id": conversation_id}
+    prompt = _CONVERSATION_PROMPT_ROW.rows(raw, params) if agent else []
+    if not prompt:
+        return None
+    columns = dict(zip(_CONVERSATION_PROMPT_ROW.columns, prompt[0], strict=True))
+    tags = tuple(r[0] for r in _TAG_ROWS.rows(raw, {"agent_id": agent_id})) if columns["passages"] else ()
+    cacheable = columns["prompt_us"] is not None and not columns["due_us"] and not columns["files"]
+    return PromptInputs(tuple(agent[0]), tuple(prompt[0]), tags, cacheable)

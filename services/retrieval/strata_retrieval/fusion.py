@@ -1,5 +1,5 @@
-"""How a hybrid search fuses its legs: Reciprocal Rank Fusion (the default) or distribution-based
-score fusion.
+"""How a hybrid search fuses its legs: Reciprocal Rank Fusion, distribution-based score fusion, or a
+blend of the two.
 
 Reciprocal Rank Fusion (Cormack, Clarke and Buettcher, SIGIR 2009), weighted per leg.
 
@@ -21,6 +21,16 @@ candidates that leg returned, mean - 3 sd -> 0 and mean + 3 sd -> 1, and a key's
 so cosine similarities and BM25 scores, on unrelated scales, count alike; unlike min-max scaling, the
 bounds do not hang on the single best and worst candidate. A leg whose candidates all score the same
 (or a single candidate) scales them to 0.5. Same order and tie rule as RRF.
+
+The blend mixes both per leg, ``alpha`` of DBSF's scaled score and ``1 - alpha`` of RRF's reciprocal
+rank scaled to 1 at rank 1:
+
+    score(key) = sum over the legs that returned it of
+                 weight_leg * (alpha * scaled_leg(key) + (1 - alpha) * (k + 1) / (k + rank_leg))
+
+so a leg's clear score lead counts (DBSF) while a leg's near-ties do not swing the order (RRF).
+``alpha`` 1 is DBSF, 0 orders as RRF. Chosen by leave-one-corpus-out over SciFact and LoCoMo:
+bench/fusion/corpus_out.py.
 """
 
 from __future__ import annotations
@@ -109,6 +119,44 @@ def dbsf_ranking(
         for (key, (rank, _)), value in zip(first.items(), scaled, strict=True):
             ranks.setdefault(key, {})[leg] = rank
             scores[key] = scores.get(key, 0.0) + weight * value
+    ordered = sorted(scores, key=lambda key: (-scores[key], key))
+    return Ranking(keys=ordered, scores=scores, ranks=ranks)
+
+
+def blend_ranking(
+    legs: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    alpha: float,
+    k: float = 60.0,
+    weights: Mapping[str, float] | None = None,
+) -> Ranking:
+    """Fuse each leg's (key, score) candidates, best first, by a blend of DBSF and RRF: a key's
+    score from a leg is ``weight * (alpha * scaled + (1 - alpha) * (k + 1) / (k + rank))``, where
+    ``scaled`` is :func:`dbsf_ranking`'s mean +- 3 sd scaling and the rank term is RRF's, scaled to 1
+    at rank 1 (so both terms are on one scale). ``alpha`` 1 is DBSF; 0 orders as RRF with this ``k``.
+    A key repeated within one leg counts at its first position only. ``alpha`` must be in [0, 1],
+    ``k`` and every weight finite and >= 0, every score finite: ``ValueError``."""
+    if not (0.0 <= alpha <= 1.0):
+        raise ValueError(f"blend alpha must be in [0, 1], got {alpha}")
+    if not (math.isfinite(k) and k >= 0):
+        raise ValueError(f"rrf k must be finite and >= 0, got {k}")
+    weights = weights or {}
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for leg, candidates in legs.items():
+        weight = weights.get(leg, 1.0)
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"weight of leg {leg!r} must be finite and >= 0, got {weight}")
+        first: dict[str, tuple[int, float]] = {}
+        for rank, (key, score) in enumerate(candidates, start=1):
+            if not math.isfinite(score):
+                raise ValueError(f"score of {key!r} in leg {leg!r} must be finite, got {score}")
+            first.setdefault(key, (rank, score))
+        scaled = _three_sigma([score for _, score in first.values()])
+        for (key, (rank, _)), value in zip(first.items(), scaled, strict=True):
+            ranks.setdefault(key, {})[leg] = rank
+            blended = alpha * value + (1.0 - alpha) * (k + 1.0) / (k + rank)
+            scores[key] = scores.get(key, 0.0) + weight * blended
     ordered = sorted(scores, key=lambda key: (-scores[key], key))
     return Ranking(keys=ordered, scores=scores, ranks=ranks)
 

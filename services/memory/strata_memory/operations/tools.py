@@ -90,7 +90,9 @@ class ToolRunner:
                 return self._succeeded(
                     agent, text, recompiled=call.name == "archival_memory_insert" and _on_edit(agent)
                 )
-            return await self._db.write(lambda conn: self._apply(conn, call))
+            # Concurrent edits share a transaction and its one commit (SQLite group commit), each in a
+            # savepoint of its own and answered once that commit is durable (``Database.write_together``).
+            return await self._db.write_together(lambda conn: self._apply(conn, call))
         except (EtagMismatch, MergeConflict, UnknownBase, AgentNotFound):
             raise
         except StrataError as refused:

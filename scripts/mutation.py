@@ -65,6 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STAGING = ROOT / ".cache" / "mutation"
 RESULTS = ROOT / "bench" / "results"
 MUTMUT = Path(sys.executable).parent / "mutmut"
+COPIED = ("bench", "docs", "proto", "scripts")  # besides tests/, copied into mutmut's folder
 
 
 ORDER_PLUGIN = '''"""Run the tests mutmut selected for a mutant fastest first (by its stats run's durations).
@@ -112,11 +113,15 @@ def stage(target: Target) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     (folder / target.package).symlink_to(ROOT / target.package_root / target.package)
-    (folder / "tests").symlink_to(ROOT / "tests")
+    # tests find their servers in bench.servers and read docs/ and proto/ beside them (the limits
+    # and quotas tables, the error catalogue): the mutated copy runs from a folder holding them all
+    for shared in ("tests", *COPIED):
+        (folder / shared).symlink_to(ROOT / shared)
     config = (ROOT / "pyproject.toml").read_text() + (
         "\n[tool.mutmut]\n"
         f"source_paths = {_toml_list([target.package])}\n"
         f"only_mutate = {_toml_list(target.mutate)}\n"
+        f"do_not_mutate = {_toml_list(target.exclude)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}\n"
         # pytest-timeout's wall clock (120 s) fails slow tests of an unchanged tree on a loaded machine
         # at nice 19 ("Failed to run clean test", or a false kill); mutmut's CPU-time limit decides
@@ -124,15 +129,24 @@ def stage(target: Target) -> Path:
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "mutation_order", "-q", "-x",'
         ' "--timeout=900"]\n'
         f'process_isolation = "{target.isolation}"\n'
-        'also_copy = ["mutation_order.py"]\n'
+        f"timeout_constant = {target.timeout_constant}\n"
+        f"also_copy = {_toml_list(['mutation_order.py', *COPIED])}\n"
     )
     (folder / "pyproject.toml").write_text(config)
     (folder / "mutation_order.py").write_text(ORDER_PLUGIN)
     return folder
 
 
-def _environment() -> dict[str, str]:
+POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"  # .ci/run's default
+
+
+def _environment(target: Target | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_") or k.startswith("STRATA_TEST_")}
+    if target is not None and target.postgres:
+        # a mutant of PostgreSQL-only code is judged by the PostgreSQL variants: under CI=true an
+        # unreachable server fails the clean run (tests/store_backends.py) instead of skipping them
+        env.setdefault("STRATA_TEST_POSTGRES_URL", POSTGRES_URL)
+        env["CI"] = "true"
     # each mutant is a pytest session of its own: build the embedder's graph once, not per mutant
     env.setdefault("STRATA_TEST_MODEL_CACHE", str(STAGING / "models"))
     return env
@@ -141,10 +155,14 @@ def _environment() -> dict[str, str]:
 def run(target: Target, max_children: int, sample: Sample | None) -> dict[str, object]:
     """Run mutmut for ``target`` in a new staging folder; returns what the run was (not its results)."""
     folder = stage(target)
-    env = _environment()
+    env = _environment(target)
     started = time.monotonic()
     command = [str(MUTMUT), "run", "--max-children", str(max_children)]
     described: dict[str, object] = {"tests": list(target.tests), "isolation": target.isolation}
+    if target.exclude:
+        described["excluded"] = list(target.exclude)
+    if target.postgres:
+        described["postgres"] = True
     if sample is not None:
         subprocess.run([sys.executable, "-c", GENERATE], cwd=folder, env=env, check=True)
         population = mutant_names(folder)
@@ -183,7 +201,7 @@ def again(
     mutmut traces only tests added since its map was made, so a function added since (a fix that
     split one) would be checked against the new tests alone."""
     folder = STAGING / target.name
-    env = _environment()
+    env = _environment(target)
     if retrace:
         (folder / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
     subprocess.run([sys.executable, "-c", GENERATE], cwd=folder, env=env, check=True)  # as mutmut run would

@@ -14,11 +14,29 @@ class Target:
     mutate: tuple[str, ...]  # globs relative to the staging folder
     tests: tuple[str, ...]
     isolation: str = "forkserver"  # the integration tests run gRPC servers: not fork-safe
+    exclude: tuple[str, ...] = ()  # globs of files under ``mutate`` left alone (mutmut's do_not_mutate)
+    postgres: bool = False  # its tests have PostgreSQL variants the run must not skip
+    # mutmut's time limits per mutant: (t + timeout_constant) x 15 s of wall clock and twice that of
+    # CPU, t the covering tests' durations as measured, which leave out fixture set-up: a module whose
+    # fixture starts real servers (and loads the embedder) needs the constant to cover that start
+    timeout_constant: float = 1.0
 
     def owns(self, module: str) -> bool:
         """Whether ``module`` (a by_module key, perhaps with an older layout's suffix) is this target's."""
         path = module.split(" ", 1)[0]
-        return any(fnmatch.fnmatch(path, pattern) for pattern in self.mutate)
+        return any(fnmatch.fnmatch(path, pattern) for pattern in self.mutate) and not any(
+            fnmatch.fnmatch(path, pattern) for pattern in self.exclude
+        )
+
+
+# strata_serving's rooms, each a target of its own (a mutant of one is judged by its own tests)
+ADMISSION = (
+    "strata_serving/admission.py",
+    "strata_serving/fair_share.py",
+    "strata_serving/fair_admission.py",
+    "strata_serving/connections.py",
+)
+REQUEST_CHECKS = ("strata_serving/request_checks.py",)
 
 
 TARGETS = (
@@ -62,4 +80,80 @@ TARGETS = (
         ),
     ),
     Target("memfs", "clients/python", "strata", ("strata/memfs/*",), ("tests/memfs",)),
+    Target(
+        "memory-store",
+        "services/memory",
+        "strata_memory",
+        ("strata_memory/store/*",),
+        (
+            "tests/memory/store",
+            "tests/memory/integration",
+            "tests/memory/operations",
+            "tests/system/test_move_to_postgres.py",
+            "tests/system/test_purge.py",
+            "tests/system/test_purge_reach.py",
+            "tests/system/test_purge_targets.py",
+            "tests/system/test_purge_residues.py",
+            "tests/system/test_unique_conflicts.py",
+        ),
+        # revisions run once per database (alembic), before any test's mutant is switched on
+        exclude=("strata_memory/store/migrations/*",),
+        postgres=True,
+        timeout_constant=20.0,
+    ),
+    Target(
+        "serving-admission",
+        "services/serving",
+        "strata_serving",
+        ADMISSION,
+        (
+            "tests/serving/test_fair_share.py",
+            "tests/serving/test_fair_share_weights.py",
+            "tests/serving/test_fair_admission.py",
+            "tests/serving/test_refusal_pacing.py",
+            "tests/serving/test_connections.py",
+            "tests/system/test_admission.py",
+            "tests/system/test_connection_hygiene.py",
+            "tests/security/test_limits.py",
+        ),
+        timeout_constant=10.0,
+    ),
+    Target(
+        "serving-request-checks",
+        "services/serving",
+        "strata_serving",
+        REQUEST_CHECKS,
+        (
+            "tests/serving/test_request_checks.py",
+            "tests/memory/integration/test_write_contract.py",
+            "tests/retrieval/test_service_errors.py",
+            "tests/system/test_hostile_metadata.py",
+        ),
+        postgres=True,
+        timeout_constant=20.0,
+    ),
+    Target(
+        "serving",
+        "services/serving",
+        "strata_serving",
+        ("strata_serving/*",),
+        (
+            "tests/serving",
+            "tests/security/test_auth.py",
+            "tests/security/test_key_rule.py",
+            "tests/security/test_limits.py",
+            "tests/security/test_limits_table.py",
+            "tests/security/test_no_internal.py",
+            "tests/security/test_refusing_retrieval.py",
+            "tests/security/test_tls.py",
+            "tests/security/test_tls_errors.py",
+            "tests/system/test_drain.py",
+            "tests/system/test_hostile_metadata.py",
+            "tests/system/test_metrics.py",
+            "tests/system/test_metrics_tenants.py",
+            "tests/system/test_tracing.py",
+        ),
+        exclude=ADMISSION + REQUEST_CHECKS,
+        timeout_constant=20.0,
+    ),
 )

@@ -453,7 +453,7 @@ class SearchRequest(_message.Message):
     fts_weight: _builtins.float
     vector_depth: _builtins.int
     """Candidates each leg fetches before fusion, top_k to max_candidate_depth (default 1000);
-    unset means max(4 * top_k, 50).
+    unset means max(4 * top_k, 100).
     """
     fts_depth: _builtins.int
     @_builtins.property
@@ -509,8 +509,11 @@ class SearchHit(_message.Message):
     VECTOR_SCORE_FIELD_NUMBER: _builtins.int
     FTS_SCORE_FIELD_NUMBER: _builtins.int
     SEARCH_MODE_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
     rrf_score: _builtins.float
-    """Sum over the legs that found the document of weight / (k + rank); 0 for a newest-first listing."""
+    """Sum over the legs that found the document of weight / (k + rank), whatever the service's
+    fusion; 0 for a newest-first listing.
+    """
     vector_rank: _builtins.int
     """1-based rank within each leg's candidates; unset when that leg did not return the document."""
     fts_rank: _builtins.int
@@ -518,6 +521,11 @@ class SearchHit(_message.Message):
     """Cosine similarity and BM25 score from each leg, unset when that leg did not return the document."""
     fts_score: _builtins.float
     search_mode: Global___SearchMode.ValueType
+    score: _builtins.float
+    """The fused score hits are ordered by: the service's fusion (STRATA_RETRIEVAL_FUSION; by default
+    a blend of each leg's scores scaled by their mean +- 3 sd and of its RRF ranks, see the service
+    README), rrf_score itself under rrf; for a single-leg mode, rrf_score; 0 for a newest-first listing.
+    """
     @_builtins.property
     def document(self) -> Global___Document: ...
     def __init__(
@@ -530,10 +538,11 @@ class SearchHit(_message.Message):
         vector_score: _builtins.float | None = ...,
         fts_score: _builtins.float | None = ...,
         search_mode: Global___SearchMode.ValueType = ...,
+        score: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_fts_score", b"_fts_score", "_vector_rank", b"_vector_rank", "_vector_score", b"_vector_score", "document", b"document", "fts_rank", b"fts_rank", "fts_score", b"fts_score", "vector_rank", b"vector_rank", "vector_score", b"vector_score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_fts_score", b"_fts_score", "_vector_rank", b"_vector_rank", "_vector_score", b"_vector_score", "document", b"document", "fts_rank", b"fts_rank", "fts_score", b"fts_score", "rrf_score", b"rrf_score", "search_mode", b"search_mode", "vector_rank", b"vector_rank", "vector_score", b"vector_score"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_fts_score", b"_fts_score", "_vector_rank", b"_vector_rank", "_vector_score", b"_vector_score", "document", b"document", "fts_rank", b"fts_rank", "fts_score", b"fts_score", "rrf_score", b"rrf_score", "score", b"score", "search_mode", b"search_mode", "vector_rank", b"vector_rank", "vector_score", b"vector_score"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__fts_rank: _TypeAlias = _typing.Literal["fts_rank"]  # noqa: Y015
     _WhichOneofArgType__fts_rank: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank"]  # noqa: Y015
@@ -563,7 +572,7 @@ class SearchResponse(_message.Message):
     search_mode: Global___SearchMode.ValueType
     @_builtins.property
     def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchHit]:
-        """Best first: by rrf_score, ties broken by id; newest first for an empty query."""
+        """Best first: by score, ties broken by id; newest first for an empty query."""
 
     def __init__(
         self,

@@ -24,6 +24,10 @@ floors at the same concurrency. Then the same server is run as two processes sha
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -134,13 +138,14 @@ def latency_c1(
     return found
 
 
-# The latency targets of issue 18 (p50 at c=1, as a multiple of the floor).
+# The latency targets of issue 32 item 4 (p50 at c=1, as a multiple of the bare floor): reads at
+# 1.5x, durable edits at 3x (issue 18's were 2x, 2x, 2.5x and 4x).
 TARGETS = {
-    "GetBlock": 2.0,
-    "RenderMemory": 2.0,
-    "GetSystemPrompt": 2.5,
-    "ExecuteTool(memory_replace)": 4.0,
-    "ExecuteTool(core_memory_append)": 4.0,
+    "GetBlock": 1.5,
+    "RenderMemory": 1.5,
+    "GetSystemPrompt": 1.5,
+    "ExecuteTool(memory_replace)": 3.0,
+    "ExecuteTool(core_memory_append)": 3.0,
 }
 
 
@@ -301,3 +306,21 @@ def run_two_processes(work: Path, database: str, times: Durations) -> dict[str, 
     finally:
         for server in servers:
             server.stop()
+
+
+def main() -> None:
+    """``make bench``'s memory phase alone: ``python -m bench.perf.memory_bench [--output FILE]``."""
+    parser = argparse.ArgumentParser(prog="python -m bench.perf.memory_bench", description=main.__doc__)
+    parser.add_argument("--output", type=Path, default=Path("bench/results/memory_phase.json"))
+    args = parser.parse_args()
+    work = Path(".cache/bench/work/memory_phase")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    load = [os.getloadavg()[0]]
+    results = run(work, Durations())
+    results["load"] = [*load, os.getloadavg()[0]]
+    args.output.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

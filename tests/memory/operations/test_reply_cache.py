@@ -70,12 +70,16 @@ async def test_purging_a_block_drops_every_reply_showing_it(ops: Ops) -> None:
         await ops.prompts.render_reply(TENANT, agent.id, None, lambda text, _mode: text)
         await ops.prompts.get_reply(TENANT, agent.id, "default", lambda view: view.prompt.text)
     assert ops.prompts.replies.holding(WORD) == 3
+    bare = await ops.agents.create(agent_record(system=f"Sys {WORD}-2"), [])  # no block names its reply
+    for _ in range(2):
+        await ops.prompts.get_reply(TENANT, bare.id, "default", lambda view: view.prompt.text)
+    assert ops.prompts.replies.holding(f"{WORD}-2") == 1
     block_id = (await ops.blocks.get(TENANT, where)).block.id
     purger = Purger(ops.db, ops.prompts, RetrievalConnection(unreachable_address(), timeout=0.5))
 
     await purger.purge(TENANT, PurgeTarget(PurgeKind.BLOCK, block_id))
 
-    assert ops.prompts.replies.holding(WORD) == 0
+    assert ops.prompts.replies.holding(WORD) == 0  # nor the reply of an agent with no blocks
 
 
 def _stamp(raw: sqlite3.Connection) -> int:

@@ -71,7 +71,7 @@ class Purger:
             lambda conn: self._forget_rows(conn, tenant_id, target, owner)
         )
         self._prompts.renders.forget(tally.block_ids)
-        self._prompts.replies.forget(tally.block_ids)
+        self._prompts.replies.clear()  # a purge is rare: no kept reply outlives one (system texts too)
         ids = sorted(tally.document_ids)
         await self._settled(in_flight)
         try:

@@ -6,7 +6,7 @@ where the page cache makes that safe (``store.glance``). Equal keys mean equal r
 never decides whether the store changed: a write committed by another replica, process or connection
 shows up as a new stamp there, misses, and is read in full. Kept replies are never modified (the
 servicer hands the same message to every caller). Bounded by entries and by characters held; a purge
-drops every reply naming a purged block (no copy of a purged value may stay in this process).
+drops every kept reply (no copy of a purged value may stay in this process).
 """
 
 from __future__ import annotations
@@ -58,6 +58,14 @@ class ReplyCache:
         """How many kept replies contain ``text`` (in their ``str``: a message's text format)."""
         with self._lock:
             return sum(text in str(reply) for reply, _, _ in self._entries.values())
+
+    def clear(self) -> int:
+        """Drop every kept reply (a purge); returns how many were dropped."""
+        with self._lock:
+            dropped = len(self._entries)
+            self._entries.clear()
+            self._characters = 0
+            return dropped
 
     def forget(self, block_ids: Collection[str]) -> int:
         """Drop every reply showing one of these blocks; returns how many were dropped."""

@@ -40,7 +40,7 @@ def section(found: dict[str, Any]) -> list[str]:
     head = (
         "| the noisy tenant does | "
         + " | ".join(f"quiet {op}" for op in OPERATIONS)
-        + " | noisy calls | cores: memory, retrieval, flood client; load |"
+        + " | noisy calls | cores: memory, retrieval, flood client, quiet client; load |"
     )
     lines = [
         f"`{found['meta']['command']}` at {found['meta']['git_commit']} ({found['meta']['started_utc']} UTC, "

@@ -2,6 +2,7 @@
 
 python -m bench.tenant_isolation                     # every flood, 40 rounds (about 5 minutes here)
 python -m bench.tenant_isolation --rounds 10 --floods searches tag_flood
+python -m bench.tenant_isolation --duty 1 --output /tmp/no_pacing.json   # MemoryService without pacing
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 from datetime import UTC, datetime
@@ -23,11 +25,15 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 WORK = Path(".cache/bench/work/tenant_isolation")
 
 
-def measure(rounds: int, floods: tuple[str, ...], *, admission: bool = True) -> dict[str, Any]:
+def measure(
+    rounds: int, floods: tuple[str, ...], *, admission: bool = True, duty: float | None = None
+) -> dict[str, Any]:
     shutil.rmtree(WORK, ignore_errors=True)
     WORK.mkdir(parents=True)
     started, ticks = datetime.now(UTC), cpu_ticks()
-    found = asyncio.run(scenario.run(WORK.resolve(), rounds=rounds, floods=floods, admission=admission))
+    found = asyncio.run(
+        scenario.run(WORK.resolve(), rounds=rounds, floods=floods, admission=admission, duty=duty)
+    )
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     )
@@ -35,7 +41,7 @@ def measure(rounds: int, floods: tuple[str, ...], *, admission: bool = True) -> 
         "started_utc": started.strftime("%Y-%m-%d %H:%M:%S"),
         "wall_s": round((datetime.now(UTC) - started).total_seconds(), 1),
         "cpu_steal_percent": steal_percent(ticks, cpu_ticks()),
-        "git_commit": commit.stdout.strip() or "unknown",
+        "git_commit": commit.stdout.strip() or os.environ.get("STRATA_BENCH_COMMIT", "unknown"),
     }
     shutil.rmtree(WORK, ignore_errors=True)
     return found
@@ -51,10 +57,17 @@ def main() -> None:
     parser.add_argument(
         "--no-admission", action="store_true", help="MemoryService without per-tenant pools (the before)"
     )
+    parser.add_argument(
+        "--duty",
+        type=float,
+        help="MemoryService's STRATA_MEMORY_ADMISSION_DUTY (1: no pacing; default: the service's)",
+    )
     args = parser.parse_args()
-    found = measure(args.rounds, tuple(args.floods), admission=not args.no_admission)
-    found["meta"]["command"] = "python -m bench.tenant_isolation" + (
-        " --no-admission" if args.no_admission else ""
+    found = measure(args.rounds, tuple(args.floods), admission=not args.no_admission, duty=args.duty)
+    found["meta"]["command"] = (
+        "python -m bench.tenant_isolation"
+        + (" --no-admission" if args.no_admission else "")
+        + (f" --duty {args.duty:g}" if args.duty is not None else "")
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")

@@ -10,8 +10,8 @@ of :mod:`bench.tenant_isolation.floods` (each in a process of its own, started 2
 rounds and stopped after them), then alone again. Each flood's figure is the quiet p50 (and p99, near
 the largest with these sample counts) over the quiet p50 (p99) of both alone phases pooled (the baseline); a
 quiet call that failed is counted, not timed. Each phase also records the load average and the CPU (in
-cores) that each service and the flood client used while the quiet tenant measured: on a shared 2-core
-host the flood client's own CPU competes with the services.
+cores) that each service, the flood client and this process (the quiet client) used while the quiet
+tenant measured: on a shared 2-core host the load generators' own CPU competes with the services.
 """
 
 from __future__ import annotations
@@ -147,10 +147,17 @@ def _load() -> list[float]:
 
 
 async def run(
-    work: Path, *, rounds: int = 40, floods: tuple[str, ...] = KINDS, admission: bool = True
+    work: Path,
+    *,
+    rounds: int = 40,
+    floods: tuple[str, ...] = KINDS,
+    admission: bool = True,
+    duty: float | None = None,
 ) -> dict[str, Any]:
     """Start the services under ``work``, seed both tenants and measure every phase (``admission``
-    False: MemoryService without its per-tenant pools, STRATA_MEMORY_ADMISSION=false)."""
+    False: MemoryService without its per-tenant pools, STRATA_MEMORY_ADMISSION=false; ``duty``:
+    STRATA_MEMORY_ADMISSION_DUTY, None: the service's default)."""
+    duty_env = {} if duty is None else {"STRATA_MEMORY_ADMISSION_DUTY": str(duty)}
     retrieval_address, memory_address = free_address(), free_address()
     retrieval = Child(
         "strata_retrieval.main",
@@ -176,12 +183,14 @@ async def run(
                 "STRATA_MEMORY_RETRIEVAL_ADDRESS": retrieval_address,
                 "STRATA_MEMORY_LOG_LEVEL": "WARNING",
                 "STRATA_MEMORY_ADMISSION": "true" if admission else "false",
-            },
+            }
+            | duty_env,
             nofile=NOFILE,
         )
         await wait_serving(memory_address, memory)
-        servers = {"memory": memory.pid, "retrieval": retrieval.pid}
-        return await _phases(work, memory_address, rounds, floods, servers) | {"admission": admission}
+        servers = {"memory": memory.pid, "retrieval": retrieval.pid, "quiet client": os.getpid()}
+        found = await _phases(work, memory_address, rounds, floods, servers)
+        return found | {"admission": admission, "duty": duty}
     finally:
         if memory is not None:
             memory.stop()

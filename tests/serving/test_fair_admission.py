@@ -1,6 +1,7 @@
 """AdmissionInterceptor through a real grpc.aio server: a tenant beyond its share and queue is refused
 at once while another tenant is served; an oversized request is refused before it is parsed; refusals
-are counted against the tenant that sent them."""
+are counted against the tenant that sent them; with pacing, a tenant rests between its calls while
+another tenant is active, and never when alone."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ import pytest
 from google.protobuf.wrappers_pb2 import StringValue
 
 from strata_serving.fair_admission import AdmissionInterceptor, MethodRule, RefusalBudget
-from strata_serving.fair_share import FairShare, PoolLimits
+from strata_serving.fair_share import Activity, FairShare, Pacing, PoolLimits
 from strata_serving.server import GrpcServer
 from strata_serving.status import error_info_from
 
 SERVICE = "strata.test.Search"
 SEARCH = f"/{SERVICE}/Search"
 STREAM = f"/{SERVICE}/Watch"
+READ = f"/{SERVICE}/Read"
+SLOW_SECONDS = 1.0
 
 
 class Backend:
@@ -34,6 +37,8 @@ class Backend:
         self.one_started.set()
         if request.value.startswith("block"):
             await self.release.wait()
+        if request.value.startswith("slow"):
+            await asyncio.sleep(SLOW_SECONDS)
         return StringValue(value=f"found {request.value}")
 
     async def watch(
@@ -45,15 +50,38 @@ class Backend:
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[GrpcServer, Backend, AdmissionInterceptor]]:
-    backend = Backend()
     pool = FairShare("searches", PoolLimits(capacity=2, share=1, queue=1))
-    rules = {SEARCH: MethodRule(1024, "searches"), STREAM: MethodRule(1024, "searches")}
-    pacing = RefusalBudget(per_second=10, burst=3, max_delay=0.5, max_held=8)
-    admission = AdmissionInterceptor(rules, {"searches": pool}, refusals=pacing)
+    async for found in _serve(pool, None):
+        yield found
+
+
+@pytest.fixture
+async def paced() -> AsyncIterator[tuple[GrpcServer, Backend, AdmissionInterceptor]]:
+    activity = Activity()
+    pacing = Pacing(duty=0.5, window=60.0, max_rest=60.0)
+    pool = FairShare("searches", PoolLimits(capacity=2, share=1, queue=1), pacing=pacing, activity=activity)
+    async for found in _serve(pool, activity):
+        yield found
+
+
+async def _serve(
+    pool: FairShare, activity: Activity | None
+) -> AsyncIterator[tuple[GrpcServer, Backend, AdmissionInterceptor]]:
+    backend = Backend()
+    rules = {
+        SEARCH: MethodRule(1024, "searches"),
+        STREAM: MethodRule(1024, "searches"),
+        READ: MethodRule(1024, None),
+    }
+    refusals = RefusalBudget(per_second=10, burst=3, max_delay=0.5, max_held=8)
+    admission = AdmissionInterceptor(rules, {"searches": pool}, refusals=refusals, activity=activity)
 
     def register(server: grpc.aio.Server) -> None:
         handlers = {
             "Search": grpc.unary_unary_rpc_method_handler(
+                backend.search, StringValue.FromString, StringValue.SerializeToString
+            ),
+            "Read": grpc.unary_unary_rpc_method_handler(
                 backend.search, StringValue.FromString, StringValue.SerializeToString
             ),
             "Watch": grpc.unary_stream_rpc_method_handler(
@@ -162,3 +190,37 @@ async def test_a_tenant_past_its_refusal_budget_waits_for_each_refusal_and_no_on
     assert min(noisy[3:]) > 0.05  # past it, one refusal per 1/10 s
     assert quiet < 0.05  # another tenant's budget is its own
     assert admission.refused == {"noisy": 6, "quiet": 1}
+
+
+async def test_under_contention_a_tenant_rests_between_its_calls_and_the_other_is_served(
+    paced: tuple[GrpcServer, Backend, AdmissionInterceptor],
+) -> None:
+    server, backend, admission = paced
+    pool = admission.pools["searches"]
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        search = channel.unary_unary(SEARCH, StringValue.SerializeToString, StringValue.FromString)
+        read = channel.unary_unary(READ, StringValue.SerializeToString, StringValue.FromString)
+        await read(StringValue(value="quiet read"), metadata=_tenant("quiet"), timeout=10)  # unpooled, seen
+        await search(StringValue(value="slow 1"), metadata=_tenant("noisy"), timeout=10)
+        assert pool.resting("noisy") == 1  # its share rests about as long as the call took (1 s)
+        second = asyncio.ensure_future(
+            search(StringValue(value="noisy 2"), metadata=_tenant("noisy"), timeout=30)
+        )
+        async with asyncio.timeout(10):
+            while not pool.waiting("noisy"):  # noqa: ASYNC110 - the pool's state has no event to wait on
+                await asyncio.sleep(0.01)
+        quiet = await search(StringValue(value="quiet 1"), metadata=_tenant("quiet"), timeout=10)
+        assert quiet.value == "found quiet 1"  # the other tenant is served at once meanwhile
+        assert "noisy 2" not in backend.started  # still resting
+        assert (await second).value == "found noisy 2"  # and served when the rest is over
+    assert pool.running("noisy") == pool.waiting("noisy") == 0
+
+
+async def test_a_tenant_alone_is_never_paced(
+    paced: tuple[GrpcServer, Backend, AdmissionInterceptor],
+) -> None:
+    server, _, admission = paced
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        search = channel.unary_unary(SEARCH, StringValue.SerializeToString, StringValue.FromString)
+        await search(StringValue(value="slow 1"), metadata=_tenant("alone"), timeout=10)
+        assert admission.pools["searches"].resting("alone") == 0

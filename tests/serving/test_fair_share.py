@@ -1,4 +1,5 @@
-"""FairShare: capacity, per-tenant share and queue, turns in round robin, weights, cancellation."""
+"""FairShare: capacity, per-tenant share and queue, turns in round robin, weights, cancellation,
+pacing under contention."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import pytest
 
 from strata_serving.errors import ResourceExhausted
-from strata_serving.fair_share import FairShare, PoolLimits
+from strata_serving.fair_share import Activity, FairShare, Pacing, PoolLimits
 
 
 async def _hold(pool: FairShare, tenant: str, release: asyncio.Event, order: list[str]) -> None:
@@ -113,3 +114,63 @@ async def test_a_waiter_that_gives_up_leaves_the_queue() -> None:
 def test_limits_must_make_sense() -> None:
     with pytest.raises(ValueError, match="capacity"):
         PoolLimits(capacity=0, share=1, queue=0)
+
+
+def test_activity_tells_whether_another_tenant_was_seen_lately() -> None:
+    activity = Activity()
+    assert not activity.others("a", within=1.0, now=0.0)
+    activity.seen("a", now=0.0)
+    activity.seen("a", now=1.0)
+    assert not activity.others("a", within=10.0, now=1.0)  # only itself
+    assert activity.others("b", within=10.0, now=1.0)
+    activity.seen("b", now=2.0)
+    activity.seen("b", now=3.0)
+    assert activity.others("b", within=2.0, now=3.0)  # a, at 1.0
+    assert not activity.others("b", within=1.5, now=3.0)
+    assert activity.others("a", within=0.0, now=3.0)
+
+
+def test_a_rest_is_the_call_time_scaled_by_the_duty_and_capped() -> None:
+    assert Pacing(duty=0.5).rest(0.2) == pytest.approx(0.2)
+    assert Pacing(duty=0.25).rest(0.1) == pytest.approx(0.3)
+    assert Pacing(duty=1.0).rest(5.0) == 0.0
+    assert Pacing(duty=0.5, max_rest=1.0).rest(60.0) == 1.0
+    with pytest.raises(ValueError, match="duty"):
+        Pacing(duty=0.0)
+
+
+async def _slow_call(pool: FairShare, tenant: str, seconds: float) -> None:
+    async with pool.slot(tenant):
+        await asyncio.sleep(seconds)
+
+
+async def test_under_contention_a_tenant_rests_after_each_call_while_others_are_served() -> None:
+    pacing = Pacing(duty=0.5, window=60.0, max_rest=60.0)
+    pool = FairShare("searches", PoolLimits(capacity=2, share=1, queue=8), pacing=pacing)
+    pool.activity.seen("quiet")
+    await _slow_call(pool, "noisy", 0.5)  # the noisy share now rests about 0.5 s
+    assert pool.resting("noisy") == 1
+    release, order = asyncio.Event(), list[str]()
+    noisy = asyncio.create_task(_slow_call(pool, "noisy", 0.0))
+    quiet = asyncio.create_task(_hold(pool, "quiet", release, order))
+    await _settle()
+    assert order == ["quiet"]  # the free capacity serves the other tenant at once
+    assert pool.waiting("noisy") == 1  # the noisy call waits for its share's rest
+    assert not noisy.done()
+    async with asyncio.timeout(30):
+        await noisy  # the rest ends and the waiting call runs by itself, the quiet one still running
+    assert pool.running("quiet") == 1
+    release.set()
+    await quiet
+
+
+async def test_a_tenant_alone_never_rests() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=2, share=1, queue=8), pacing=Pacing(window=60.0))
+    await _slow_call(pool, "alone", 0.2)
+    assert pool.resting("alone") == 0
+    release, order = asyncio.Event(), list[str]()
+    task = asyncio.create_task(_hold(pool, "alone", release, order))
+    await _settle()
+    assert order == ["alone"]
+    release.set()
+    await task

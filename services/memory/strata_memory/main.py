@@ -50,7 +50,7 @@ from strata_memory.store.postgres_session import SessionLimits
 from strata_serving.auth import AccessPolicy, AuthInterceptor, PrincipalKind
 from strata_serving.entry_point import run_service
 from strata_serving.fair_admission import AdmissionInterceptor, MethodRule
-from strata_serving.fair_share import FairShare, PoolLimits
+from strata_serving.fair_share import Activity, FairShare, Pacing, PoolLimits
 from strata_serving.server import GrpcServer
 from strata_serving.tls import channel_credentials, server_tls
 
@@ -275,12 +275,17 @@ def _admission(settings: MemorySettings) -> list[AdmissionInterceptor]:
         "bulk": settings.admission_bulk,
     }
     what = {"searches": "searches", "writes": "writes", "bulk": "Reindex streams"}
-    pools = {name: FairShare(what[name], PoolLimits(*limits)) for name, limits in configured.items()}
+    activity = Activity()
+    pacing = Pacing(duty=settings.admission_duty) if settings.admission_duty < 1 else None
+    pools = {
+        name: FairShare(what[name], PoolLimits(*limits), pacing=pacing, activity=activity)
+        for name, limits in configured.items()
+    }
     rules = {
         f"/{SERVICE_NAME}/{method}": MethodRule(size, pool)
         for method, (size, pool) in admission_methods(settings.max_message_bytes).items()
     }
-    return [AdmissionInterceptor(rules, pools)]
+    return [AdmissionInterceptor(rules, pools, activity=activity)]
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -141,6 +141,11 @@ class MemorySettings(ServingSettings):
     ExecuteTool, imports, Purge)."""
     admission_bulk: tuple[int, int, int] = ADMISSION_POOLS["bulk"]
     """The same for Reindex streams (held for the whole stream)."""
+    admission_duty: float = Field(default=0.5, gt=0, le=1)
+    """While other tenants are active (seen in the last second), the share of its time a tenant may
+    keep a pool share busy: after a call that took ``d`` its share rests ``d * (1 - duty) / duty``
+    (at most 1 s) before its next call in that pool starts (0.5: a rest as long as the call; 1: no
+    rest). A tenant alone never rests (``strata_serving.fair_share.Pacing``)."""
     reindex_duty_cycle: float = Field(default=0.5, gt=0, le=1)
     """Share of its time a Reindex stream spends re-embedding: after each batch it pauses so other
     tenants' searches and writes get the CPU (0.5: a pause as long as the batch; 1: no pause)."""

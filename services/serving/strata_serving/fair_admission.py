@@ -19,7 +19,9 @@ at once ``burst`` times, then at most ``per_second`` times a second; a refusal p
 only when the tenant's budget has refilled (at most ``max_delay`` later; at most ``max_held`` held per
 tenant). Each call costs the server its share of gRPC's per-call work whether it is served or not, so
 a client that resends every refusal at once would otherwise take the event loop from every tenant.
-Methods with a streamed request, and methods without a rule, pass through untouched.
+Methods with a streamed request, and methods without a rule, pass through untouched. Every call with a
+rule notes its tenant in ``activity`` (when given), which the pools' pacing reads: a tenant rests
+between its calls in a pool only while another tenant is active (:class:`~strata_serving.fair_share.Pacing`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import grpc
 
 from strata_serving.auth import PrincipalKind, current_principal
 from strata_serving.errors import InvalidArgument, ResourceExhausted
-from strata_serving.fair_share import FairShare
+from strata_serving.fair_share import Activity, FairShare
 from strata_serving.handlers import Context, Handler, drive
 from strata_serving.tenancy import tenant_of
 
@@ -116,6 +118,7 @@ class AdmissionInterceptor(_Interceptor):
         pools: Mapping[str, FairShare],
         *,
         refusals: RefusalBudget | None = None,
+        activity: Activity | None = None,
     ) -> None:
         unknown = {rule.pool for rule in rules.values() if rule.pool is not None} - set(pools)
         if unknown:
@@ -125,6 +128,8 @@ class AdmissionInterceptor(_Interceptor):
         self.refused: dict[str, int] = {}
         """Calls refused here per tenant (too large, or the tenant's queue full)."""
         self._pacing = _Pacing(refusals or RefusalBudget())
+        self.activity = activity
+        """Where every admitted-or-not call's tenant is noted (the pools' :class:`Pacing` reads it)."""
 
     async def intercept_service(  # type: ignore[override]  # grpc returns None for unknown methods
         self,
@@ -137,21 +142,26 @@ class AdmissionInterceptor(_Interceptor):
             return handler
         return self._wrap(handler, handler_call_details.method, rule)
 
-    async def admit(self, method: str, rule: MethodRule, raw: bytes, context: Context) -> str:
-        """Refuse an oversized request or wait for a slot; returns the tenant holding the slot."""
+    async def admit(
+        self, method: str, rule: MethodRule, raw: bytes, context: Context
+    ) -> tuple[str, float | None]:
+        """Refuse an oversized request or wait for a slot; returns the tenant holding the slot and
+        when it took it (None: the method has no pool)."""
         tenant = _scheduled_as(context)
+        if self.activity is not None:
+            self.activity.seen(tenant)
         if len(raw) > rule.max_request_bytes:
             await self._refusing(tenant)
             raise ResourceExhausted(
                 f"the request is {len(raw):,} bytes; {method} takes at most {rule.max_request_bytes:,}"
             )
-        if rule.pool is not None:
-            try:
-                await self.pools[rule.pool].acquire(tenant)
-            except ResourceExhausted:
-                await self._refusing(tenant)
-                raise
-        return tenant
+        if rule.pool is None:
+            return tenant, None
+        try:
+            return tenant, await self.pools[rule.pool].acquire(tenant)
+        except ResourceExhausted:
+            await self._refusing(tenant)
+            raise
 
     async def _refusing(self, tenant: str) -> None:
         """Count a refusal against ``tenant`` and hold it as long as its budget says."""
@@ -175,12 +185,12 @@ class AdmissionInterceptor(_Interceptor):
                 raise InvalidArgument("the request could not be parsed") from error
 
         async def run(raw: bytes, context: Context, call: Callable[[Any], Awaitable[Any]]) -> Any:
-            tenant = await self.admit(method, rule, raw, context)
+            tenant, started = await self.admit(method, rule, raw, context)
             try:
                 return await call(parse(raw))
             finally:
                 if pool is not None:
-                    pool.release(tenant)
+                    pool.release(tenant, started)
 
         serializer = {"response_serializer": handler.response_serializer}
         if handler.unary_unary is not None:

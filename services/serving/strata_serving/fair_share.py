@@ -9,12 +9,24 @@ call ends its slot goes to the next waiting tenant below its share, in turn (rou
 by ``weights``: a tenant of weight 2 gets two turns where one of weight 1 gets one. So a tenant with
 one waiting call waits for at most one call of each other tenant, however many they queued. A waiting
 call whose client gives up (deadline, cancel) leaves the queue.
+
+With :class:`Pacing`, a tenant also rests between calls while other tenants are active (any of them
+seen within ``window`` by the shared :class:`Activity`): when its call ends after ``d`` seconds, the
+share that call held stays the tenant's, unused, for ``d * (1 - duty) / duty`` more (at most
+``max_rest``), while the pool's capacity is free for others. A tenant that keeps its share busy call
+after call (a flood) then holds it at most ``duty`` of the time, leaving the process (its event loop,
+the GIL, the store's writer lock) idle between its calls for the others' calls; one whose calls in
+a pool are further apart than their rest (an interactive client mixing reads, searches and edits)
+never waits for it. A tenant alone never rests. This is not work-conserving, on purpose: on a
+process with one event loop and one SQLite writer, a running call delays every other tenant's call
+whatever the pool says (measured by ``bench.tenant_isolation``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -35,12 +47,64 @@ class PoolLimits:
             raise ValueError("a pool needs capacity >= 1, share >= 1 and queue >= 0")
 
 
+@dataclass(frozen=True)
+class Pacing:
+    """Under contention a tenant's share is busy at most ``duty`` of the time (see the module)."""
+
+    duty: float = 0.5
+    window: float = 1.0
+    """Other tenants count as active for this long after their last call (seconds)."""
+    max_rest: float = 1.0
+    """The longest rest after one call (seconds): a minute-long call does not rest a minute."""
+
+    def __post_init__(self) -> None:
+        if not 0 < self.duty <= 1 or self.window < 0 or self.max_rest < 0:
+            raise ValueError("pacing needs 0 < duty <= 1, window >= 0 and max_rest >= 0")
+
+    def rest(self, took: float) -> float:
+        """How long a call that took ``took`` seconds keeps its share unused afterwards."""
+        return min(self.max_rest, max(0.0, took) * (1 - self.duty) / self.duty)
+
+
+class Activity:
+    """When tenants were last seen; :meth:`others` asks whether another tenant was, recently.
+
+    O(1) in tenants: it keeps the last tenant seen and the last one seen before it that differs."""
+
+    def __init__(self) -> None:
+        self._last: tuple[str, float] | None = None
+        self._before: tuple[str, float] | None = None
+
+    def seen(self, tenant: str, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self._last is not None and self._last[0] != tenant:
+            self._before = self._last
+        self._last = (tenant, now)
+
+    def others(self, tenant: str, within: float, now: float | None = None) -> bool:
+        """Whether a tenant other than ``tenant`` was seen in the last ``within`` seconds."""
+        now = time.monotonic() if now is None else now
+        other = self._last if self._last is not None and self._last[0] != tenant else self._before
+        return other is not None and now - other[1] <= within
+
+
 class FairShare:
     """One pool; ``async with pool.slot(tenant):`` runs a call when it is the tenant's turn."""
 
-    def __init__(self, what: str, limits: PoolLimits, *, weights: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        what: str,
+        limits: PoolLimits,
+        *,
+        weights: Mapping[str, int] | None = None,
+        pacing: Pacing | None = None,
+        activity: Activity | None = None,
+    ) -> None:
         self.what = what
         self.limits = limits
+        self.pacing = pacing
+        self.activity = activity if activity is not None else Activity()
+        self._resting: dict[str, list[float]] = {}
         self._weights = dict(weights or {})
         self._free = limits.capacity
         self._running: dict[str, int] = {}
@@ -56,20 +120,32 @@ class FairShare:
     def waiting(self, tenant: str) -> int:
         return len(self._waiting.get(tenant, ()))
 
+    def resting(self, tenant: str) -> int:
+        """Shares of ``tenant`` kept unused now after its calls (:class:`Pacing`)."""
+        rests = self._resting.get(tenant)
+        if not rests:
+            return 0
+        now = time.monotonic()
+        rests[:] = [until for until in rests if until > now]
+        if not rests:
+            del self._resting[tenant]
+        return len(rests)
+
     @contextlib.asynccontextmanager
     async def slot(self, tenant: str) -> AsyncIterator[None]:
-        await self.acquire(tenant)
+        started = await self.acquire(tenant)
         try:
             yield
         finally:
-            self.release(tenant)
+            self.release(tenant, started)
 
-    async def acquire(self, tenant: str) -> None:
+    async def acquire(self, tenant: str) -> float:
         """Wait for ``tenant``'s turn and take a slot (ResourceExhausted when its queue is full);
-        :meth:`release` gives it back."""
-        if self._free > 0 and self.running(tenant) < self.limits.share and not self.waiting(tenant):
+        returns when it started (``time.monotonic()``), for :meth:`release`, which gives it back."""
+        self.activity.seen(tenant)
+        if self._free > 0 and self._below_share(tenant) and not self.waiting(tenant):
             self._take(tenant)
-            return
+            return time.monotonic()
         queue = self._waiting.setdefault(tenant, deque())
         if len(queue) >= self.limits.queue:
             if not queue:
@@ -94,6 +170,7 @@ class FairShare:
         queue.append(turn)
         try:
             await turn
+            return time.monotonic()
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
                 self.release(tenant)  # granted as it was cancelled: hand the slot on
@@ -105,14 +182,27 @@ class FairShare:
         self._free -= 1
         self._running[tenant] = self.running(tenant) + 1
 
-    def release(self, tenant: str) -> None:
+    def release(self, tenant: str, started: float | None = None) -> None:
+        """Give back a slot ``tenant`` took at ``started`` (None: no rest follows, see :class:`Pacing`)."""
         self._free += 1
         left = self._running[tenant] - 1
         if left:
             self._running[tenant] = left
         else:
             del self._running[tenant]
+        if self.pacing is not None and started is not None:
+            self._rest(self.pacing, tenant, time.monotonic() - started)
         self._dispatch()
+
+    def _rest(self, pacing: Pacing, tenant: str, took: float) -> None:
+        rest = pacing.rest(took)
+        if rest <= 0 or not self.activity.others(tenant, pacing.window):
+            return
+        self._resting.setdefault(tenant, []).append(time.monotonic() + rest)
+        asyncio.get_running_loop().call_later(rest, self._dispatch)
+
+    def _below_share(self, tenant: str) -> bool:
+        return self.running(tenant) + self.resting(tenant) < self.limits.share
 
     def _forget(self, tenant: str, turn: asyncio.Future[None]) -> None:
         queue = self._waiting.get(tenant)
@@ -132,7 +222,7 @@ class FairShare:
     def _next_turn(self) -> str | None:
         """The next waiting tenant below its share, moved to the head of the turns (None: none)."""
         for _ in range(len(self._turns)):
-            if self.running(self._turns[0]) < self.limits.share:
+            if self._below_share(self._turns[0]):
                 return self._turns[0]
             self._turns.rotate(-1)
         return None

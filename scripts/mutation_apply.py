@@ -29,7 +29,9 @@ from scripts.mutation import MUTMUT, RESULTS, ROOT, STAGING, results_lock
 from scripts.mutation_targets import TARGETS
 
 
-def verdict(target_name: str, mutant: str, tests: list[str]) -> str:
+def verdict(target_name: str, mutant: str, tests: list[str], at: str | None = None) -> str:
+    """Whether ``tests`` fail with ``mutant`` applied to the package as it is now, or as it was at
+    commit ``at`` (the tree a run mutated, when the package has changed since)."""
     target = next(t for t in TARGETS if t.name == target_name)
     folder = STAGING / target.name
     shown = subprocess.run(
@@ -37,7 +39,10 @@ def verdict(target_name: str, mutant: str, tests: list[str]) -> str:
     ).stdout
     diff = in_file(shown.split("\n", 1)[1], mutant)  # the first line is mutmut's "# name: status"
     with tempfile.TemporaryDirectory() as scratch:
-        shutil.copytree(ROOT / target.package_root / target.package, Path(scratch) / target.package)
+        if at is None:
+            shutil.copytree(ROOT / target.package_root / target.package, Path(scratch) / target.package)
+        else:
+            _extract(at, target.package_root, target.package, Path(scratch))
         patched = subprocess.run(
             ["patch", "-p0", "--batch", "--silent", "-d", scratch],
             input=diff,
@@ -57,6 +62,17 @@ def verdict(target_name: str, mutant: str, tests: list[str]) -> str:
             check=False,
         )
     return "killed" if run.returncode != 0 else "survived"
+
+
+def _extract(commit: str, package_root: str, package: str, scratch: Path) -> None:
+    """Write ``package`` as it was at ``commit`` into ``scratch``."""
+    archive = subprocess.run(
+        ["git", "archive", commit, f"{package_root}/{package}"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    depth = len(Path(package_root).parts)
+    subprocess.run(
+        ["tar", "-x", f"--strip-components={depth}", "-C", str(scratch)], input=archive, check=True
+    )
 
 
 def in_file(diff: str, mutant: str) -> str:
@@ -87,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tests", help="comma-separated test paths")
     parser.add_argument("mutants", nargs="+")
     parser.add_argument("--record", action="store_true", help="write the verdicts into mutation.json")
+    parser.add_argument("--at", help="apply to the package as it was at this commit (the run's tree)")
     args = parser.parse_args(argv)
     verdicts = {}
     for mutant in args.mutants:
-        verdicts[mutant] = verdict(args.target, mutant, args.tests.split(","))
+        verdicts[mutant] = verdict(args.target, mutant, args.tests.split(","), args.at)
         print(f"{verdicts[mutant]}: {mutant}", flush=True)
     if args.record:
         record(args.target, args.tests, verdicts)

@@ -108,7 +108,7 @@ TARGETS = (
         ADMISSION,
         (
             "tests/serving/test_fair_share.py",
-            "tests/serving/test_fair_share_weights.py",
+            "tests/serving/test_fair_share_turns.py",
             "tests/serving/test_fair_admission.py",
             "tests/serving/test_refusal_pacing.py",
             "tests/serving/test_connections.py",

@@ -1,10 +1,14 @@
 """The retrieval engine: upsert, delete, search and stats over an embedder and two indexes.
 
 Blocking and synchronous on purpose: the servicer runs it in a bounded executor (a hybrid search's
-text leg runs on a small pool of the engine's own, beside the vector leg). Writes are
-serialised by one lock so both indexes see the same sequence of changes; each write returns only
-after both indexes have committed it, so it is searchable when the call returns. An upsert holds
-the lock while it embeds, because the text index takes the batch meanwhile.
+text leg runs on a small pool of the engine's own, beside the vector leg). Writes take their place
+in one order under a lock, so both indexes see the same sequence of changes; each index applies
+them on a thread of its own by group commit (:mod:`strata_retrieval.group_commit`): the writes
+waiting while it commits go in its next commit together (one Tantivy commit per tenant, one
+journal fsync), and each call returns only once both indexes have committed its write, so it is
+durable and searchable when the call returns. Upserts waiting to be embedded are embedded together
+(one encoder run), on a thread of their own, while the text index takes their batches; the next
+group embeds while this one's vectors are written.
 
 Search modes:
 
@@ -28,13 +32,16 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from strata_retrieval.disk import DiskGuard, as_disk_full, is_disk_full
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.fusion import Fused, Ranking, dbsf_ranking, rrf_ranking
+from strata_retrieval.group_commit import CommitCounts, GroupCommit
 from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
 from strata_retrieval.model import (
@@ -60,6 +67,7 @@ from strata_serving.errors import FailedPrecondition, InvalidArgument
 log = logging.getLogger("strata.retrieval.engine")
 
 VECTOR, FTS = "vector", "fts"
+EMBED_GROUP = 64  # upsert calls embedded in one encoder run at most
 MAX_STATS_TAGS = 10_000
 
 
@@ -70,6 +78,35 @@ class EngineConfig:
     hnsw_build_threshold: int = 10_000  # unindexed vectors that make maintain() build HNSW
     search_threads: int = 4  # hybrid text legs run at once (as many as searches the service runs)
     fusion: Fusion = Fusion.RRF  # how hybrid searches fuse the legs
+    commit_linger_seconds: float = 0.0  # how long a group commit waits for more writes (0: none)
+
+
+@dataclass(frozen=True, slots=True)
+class _Upsert:
+    """Documents for one index; the vector index's also carry their vectors and the text index's
+    commit of the same batch, which must succeed first."""
+
+    documents: Sequence[Document]
+    vectors: Vectors | None = None
+    text_committed: Future[None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Delete:
+    tenant_id: str
+    keys: Sequence[str]
+
+
+_Write = _Upsert | _Delete
+
+
+@dataclass(slots=True)
+class _Embedding:
+    """A write on its way to the vector index (an upsert to embed first, or a delete passed on in
+    order), and the vector index's commit of it once handed over."""
+
+    write: _Write
+    vector_committed: Future[None] | None = None
 
 
 class RetrievalEngine:
@@ -88,8 +125,17 @@ class RetrievalEngine:
         self._vectors = vectors
         self._text = text
         self._config = config
-        self._write_lock = threading.Lock()
-        self._text_writes = ThreadPoolExecutor(1, thread_name_prefix="text-write")
+        self._write_lock = threading.Lock()  # the order writes take in both indexes
+        linger = config.commit_linger_seconds
+        self._embeddings: GroupCommit[_Embedding] = GroupCommit(
+            self._embed, name="embed-batches", linger_seconds=linger, max_group=EMBED_GROUP
+        )
+        self._text_commits: GroupCommit[_Write] = GroupCommit(
+            self._apply_text, name="text-commit", linger_seconds=linger
+        )
+        self._vector_commits: GroupCommit[_Write] = GroupCommit(
+            self._apply_vectors, name="vector-commit", linger_seconds=linger
+        )
         self._tenants_lock = threading.Lock()
         self._tenants_written: set[str] = set()  # for metrics: tenants this process has indexed for
         self._text_legs = ThreadPoolExecutor(config.search_threads, thread_name_prefix="text-leg")
@@ -107,30 +153,104 @@ class RetrievalEngine:
         return self._config.default_weights
 
     def upsert(self, documents: Sequence[Document]) -> int:
-        """Embed and index a batch (replacing documents by (tenant, id)); returns how many.
+        """Embed and index a batch (replacing documents by (tenant, id)); returns how many, once both
+        indexes have committed it.
 
-        The text index takes the batch (and commits it) on a thread of its own while the batch is
-        embedded, since it needs no vectors: its commit, which waits on the disk, then costs the
-        import no time of its own. The vector index, which searches read documents from, takes the
-        batch only once the text index has committed it."""
+        The text index takes the batch (and commits it, with whatever other writes wait) on its
+        thread while the batch is embedded, since it needs no vectors: its commit, which waits on the
+        disk, then costs the import no time of its own. The batch is embedded together with the
+        batches of other calls waiting to be embedded (one encoder run for all), and the vector
+        index, which searches read documents from, takes it only once the text index has committed
+        it."""
         check_batch(documents, self.limits)
         texts = [document.embedded_text for document in documents]
         self._check_disk(texts)
-        with self._write_lock:  # held while embedding, so both indexes take writes in one order
+        with self._write_lock:  # both indexes take writes in the order they are submitted here
             self._check_disk(texts)
-            text = self._text_writes.submit(
-                tracing.in_context(self._write), "the text index", self._text.upsert, documents
-            )
-            try:
-                vectors = self.embedder.embed_documents(texts)
-            finally:
-                text_error = text.exception()  # waits: the batch is never left half-written
-            if text_error is not None:
-                raise text_error
-            self._write("the vector index", self._vectors.upsert, documents, vectors)
+            text = self._text_commits.submit(_Upsert(documents))
+            embedding = _Embedding(_Upsert(documents, text_committed=text))
+            embedded = self._embeddings.submit(embedding)
+        error = embedded.exception()
+        if error is not None:
+            text.exception()  # waits: the batch is never left half-written
+            raise error
+        assert embedding.vector_committed is not None
+        _settled(text, embedding.vector_committed)
         with self._tenants_lock:
             self._tenants_written.update(document.scope.tenant_id for document in documents)
         return len(documents)
+
+    def commit_counts(self) -> dict[str, CommitCounts]:
+        """Groups committed by each index (and embedded together) and the writes in them."""
+        return {
+            "embedding": self._embeddings.counts(),
+            "text": self._text_commits.counts(),
+            "vector": self._vector_commits.counts(),
+        }
+
+    def _embed(self, items: Sequence[_Embedding]) -> dict[int, BaseException]:
+        """Embed the upserts of a group in one encoder run, then hand every write of the group, in
+        order, to the vector index. If the encoder fails, the group's upserts fail (its deletes go on)."""
+        upserts = [item.write for item in items if isinstance(item.write, _Upsert)]
+        texts = [document.embedded_text for upsert in upserts for document in upsert.documents]
+        failed: dict[int, BaseException] = {}
+        try:
+            vectors = self.embedder.embed_documents(texts) if texts else None
+        except Exception as error:  # noqa: BLE001  (the callers of these upserts hear it)
+            failed = {i: error for i, item in enumerate(items) if isinstance(item.write, _Upsert)}
+            vectors = None
+        start = 0
+        for item in items:
+            write = item.write
+            if isinstance(write, _Upsert):
+                if vectors is None:
+                    continue
+                rows = vectors[start : start + len(write.documents)]
+                start += len(write.documents)
+                write = _Upsert(write.documents, rows, write.text_committed)
+            item.vector_committed = self._vector_commits.submit(write)
+        return failed
+
+    def _apply_text(self, writes: Sequence[_Write]) -> dict[int, BaseException]:
+        """A group of the text index, each run of upserts as one commit per tenant. A failed commit
+        fails the writes it held (returned by position), not another tenant's."""
+        failed: dict[int, BaseException] = {}
+        for positions, run in _runs(writes):
+            if isinstance(run, _Delete):
+                try:
+                    self._write("the text index", self._text.delete, run.tenant_id, run.keys)
+                except Exception as error:  # noqa: BLE001  (the caller of this write hears it)
+                    failed[positions[0]] = error
+                continue
+            upsert_at = dict(zip(positions, run, strict=True))
+            for tenant, members in _by_tenant(positions, run).items():
+                documents = _latest([upsert_at[p] for p in members], tenant)
+                try:
+                    self._write("the text index", self._text.upsert, documents)
+                except Exception as error:  # noqa: BLE001  (the callers of this commit hear it)
+                    failed.update(dict.fromkeys(members, error))
+        return failed
+
+    def _apply_vectors(self, writes: Sequence[_Write]) -> None:
+        """A group of the vector index, each run of upserts as one write (one journal fsync). An
+        upsert whose text commit failed is left out (its caller hears that failure); a failure here
+        fails the whole group, which shares the journal's append."""
+        for _, run in _runs(writes):
+            if isinstance(run, _Delete):
+                self._write("the vector index", self._vectors.delete, run.keys)
+                continue
+            kept = [write for write in run if _text_committed(write)]
+            if kept:
+                documents = _latest(kept)
+                rows = {doc.key: row for write in kept for doc, row in _rows(write)}
+                vectors = np.stack([rows[document.key] for document in documents])
+                self._write("the vector index", self._vectors.upsert, documents, vectors)
+
+    def _drain(self) -> None:
+        """Wait until every write submitted so far is applied (the caller holds the write lock)."""
+        self._embeddings.flush()
+        self._text_commits.flush()
+        self._vector_commits.flush()
 
     def _check_disk(self, texts: Sequence[str]) -> None:
         if self._disk is not None:
@@ -166,6 +286,7 @@ class RetrievalEngine:
         check_filter(flt, self.limits)
         with self._write_lock:
             self._check_disk(())
+            self._drain()
             keys = self._vectors.keys_matching(flt)
             self._remove(flt.tenant_id, keys)
         return len(keys)
@@ -183,6 +304,7 @@ class RetrievalEngine:
         id_of = {document_key(tenant_id, document_id): document_id for document_id in ids}
         keys = sorted(id_of)
         with self._write_lock:
+            self._drain()
             vector_keys = set(self._vectors.fetch(keys)) if keys else set()
             text_keys = self._text.held(tenant_id, keys) if keys else set()
         return sorted(id_of[k] for k in vector_keys), sorted(id_of[k] for k in text_keys)
@@ -190,14 +312,20 @@ class RetrievalEngine:
     def _delete_keys(self, tenant_id: str, keys: Sequence[str]) -> int:
         with self._write_lock:
             self._check_disk(())
+            self._drain()
             existing = len(self._vectors.fetch(keys))
             self._remove(tenant_id, keys)
         return existing
 
     def _remove(self, tenant_id: str, keys: Sequence[str]) -> None:
-        """Both indexes' delete of ``tenant_id``'s ``keys``; the caller holds the write lock."""
-        self._write("the vector index", self._vectors.delete, keys)
-        self._write("the text index", self._text.delete, tenant_id, keys)
+        """Both indexes' delete of ``tenant_id``'s ``keys``, committed when this returns; the caller
+        holds the write lock."""
+        delete = _Delete(tenant_id, keys)
+        text = self._text_commits.submit(delete)
+        passing = _Embedding(delete)
+        _settled(self._embeddings.submit(passing), text)
+        assert passing.vector_committed is not None
+        _settled(passing.vector_committed)
 
     def search(self, query: SearchQuery) -> SearchResult:
         check_search(query, self.limits)
@@ -370,6 +498,7 @@ class RetrievalEngine:
             return False
         log.info("building HNSW for %d unindexed vectors", unindexed)
         with self._write_lock:
+            self._drain()
             return self._vectors.optimize()
 
     def rebuild(self) -> str:
@@ -383,10 +512,66 @@ class RetrievalEngine:
 
     def close(self) -> None:
         self._text_legs.shutdown(wait=True)
-        self._text_writes.shutdown(wait=True)
         with self._write_lock:
+            self._embeddings.close()
+            self._text_commits.close()
+            self._vector_commits.close()
             self._vectors.close()
             self._text.close()
+
+
+def _settled(*commits: Future[None]) -> None:
+    """Wait for every commit, then raise the first one's failure, if any."""
+    errors = [commit.exception() for commit in commits]
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+def _runs(writes: Sequence[_Write]) -> list[tuple[list[int], _Delete | list[_Upsert]]]:
+    """``writes`` in order with their positions, consecutive upserts as one run."""
+    runs: list[tuple[list[int], _Delete | list[_Upsert]]] = []
+    for position, write in enumerate(writes):
+        if isinstance(write, _Upsert):
+            last = runs[-1] if runs else None
+            if last is not None and isinstance(last[1], list):
+                last[0].append(position)
+                last[1].append(write)
+            else:
+                runs.append(([position], [write]))
+        else:
+            runs.append(([position], write))
+    return runs
+
+
+def _by_tenant(positions: Sequence[int], run: Sequence[_Upsert]) -> dict[str, list[int]]:
+    """The positions of a run's upserts holding documents of each tenant."""
+    members: dict[str, list[int]] = {}
+    for position, upsert in zip(positions, run, strict=True):
+        for tenant in dict.fromkeys(document.scope.tenant_id for document in upsert.documents):
+            members.setdefault(tenant, []).append(position)
+    return members
+
+
+def _latest(upserts: Sequence[_Upsert], tenant_id: str | None = None) -> list[Document]:
+    """The documents of consecutive upserts (``tenant_id``'s only, when named) as one batch, a key
+    written twice only as written last."""
+    latest = {
+        document.key: document
+        for upsert in upserts
+        for document in upsert.documents
+        if tenant_id is None or document.scope.tenant_id == tenant_id
+    }
+    return list(latest.values())
+
+
+def _rows(upsert: _Upsert) -> zip[tuple[Document, Vectors]]:
+    assert upsert.vectors is not None
+    return zip(upsert.documents, upsert.vectors, strict=True)
+
+
+def _text_committed(upsert: _Upsert) -> bool:
+    return upsert.text_committed is None or upsert.text_committed.exception() is None
 
 
 TIE_TOLERANCE_DIGITS = 9

@@ -3,7 +3,9 @@ real SQLite store: a reply is reused only under the stamps read now, and a purge
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 from sqlalchemy import bindparam, update
@@ -107,24 +109,53 @@ def test_a_glance_runs_only_for_a_key_read_lately(db: Database) -> None:
     glances.close()
 
 
-def test_a_slow_glance_sends_every_read_to_the_pool_for_a_while(db: Database) -> None:
+def _evict(path: str) -> None:
+    """Drop the store's pages from the OS page cache (this file only): its next reads go to the disk."""
+    for each in (path, f"{path}-wal"):
+        if not Path(each).exists():
+            continue
+        fd = os.open(each, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def _cold_rows(raw: sqlite3.Connection) -> int:
+    """A statement over every page of the store, on a connection that has not read them yet."""
+    return int(raw.execute("SELECT count(*) FROM blocks WHERE value LIKE '%zz%'").fetchone()[0])
+
+
+def test_a_glance_that_waited_for_the_disk_sends_every_read_to_the_pool_for_a_while(db: Database) -> None:
     clock = _Clock()
-    glances = Glances(sqlite_path(db.url), slow_seconds=0.001, pause_seconds=5, clock=clock)
+    path = sqlite_path(db.url)
+    assert path is not None
+    glances = Glances(path, slow_seconds=0.0, pause_seconds=5, clock=clock)  # any disk read is "slow"
     glances.warm("k")
     glances.warm("j")
-
-    def slow(raw: sqlite3.Connection) -> int:  # a page that came from disk: the glance outlasts its bound
-        found = _stamp(raw)
-        count = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300000) "
-        count += "SELECT count(*) FROM n"
-        raw.execute(count).fetchone()
-        return found
-
-    assert glances.run("k", slow) == 0  # its result stands; what follows is paused
+    _evict(path)
+    assert glances.run("k", _cold_rows) == 0  # its result stands; what follows is paused
     assert glances.slow == 1
     assert glances.run("j", _stamp) is None
     clock.now += 6
     assert glances.run("j", _stamp) == 0
+
+
+def test_a_glance_slow_without_the_disk_pauses_nothing(db: Database) -> None:
+    path = sqlite_path(db.url)
+    glances = Glances(path, slow_seconds=0.001)
+    glances.warm("k")
+
+    def busy(raw: sqlite3.Connection) -> int:  # CPU only (the loop's thread preempted, say)
+        found = _stamp(raw)
+        count = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300000) "
+        raw.execute(count + "SELECT count(*) FROM n").fetchone()
+        return found
+
+    assert glances.run("k", busy) == 0
+    assert glances.slow == 0
+    assert glances.run("k", _stamp) == 0
     glances.close()
 
 

@@ -1,4 +1,4 @@
-"""The refusal budget of AdmissionInterceptor (strata_serving.fair_admission), exactly.
+"""AdmissionInterceptor's refusals (strata_serving.fair_admission), exactly: the size bound, the budget.
 
 The token bucket is a rule over time: here it runs on a clock the test turns (the module's ``time``
 replaced by it), so each hold is an exact figure, never a measured duration. How many refusals of a
@@ -145,3 +145,19 @@ async def test_past_10_000_counted_tenants_a_counted_one_keeps_its_count_and_a_n
     assert admission.refused["(other)"] == 1
     assert "newcomer" not in admission.refused
     assert len(admission.refused) == MAX_COUNTED_TENANTS + 1
+
+
+async def test_a_request_of_exactly_the_largest_size_is_admitted_and_one_byte_more_is_not(
+    served: tuple[GrpcServer, AdmissionInterceptor],
+) -> None:
+    server, admission = served
+    largest = StringValue(value="x" * 14).SerializeToString()
+    assert len(largest) == 16  # the method's MethodRule(16)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        call = channel.unary_unary(SEARCH, None, None)
+        assert await call(largest, timeout=10) == largest
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await call(StringValue(value="x" * 15).SerializeToString(), timeout=10)
+    assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert refused.value.details() == "the request is 17 bytes; /strata.test.Paced/Search takes at most 16"
+    assert admission.refused == {"default": 1}

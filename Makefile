@@ -73,7 +73,7 @@ test: install node mcp-inspector browser ## run every test (unit, golden, integr
 coverage-branches: ## the branches the last `make test` missed in domain/operations/indexing/fusion/engine/memfs
 	$(PY) -m scripts.uncovered_branches .cache/coverage.json
 
-mutation: install ## mutmut over domain, operations, indexing, fusion/engine, memfs (slow; not in CI): bench/results/mutation.json
+mutation: install ## mutmut over domain, operations, indexing, store, fusion/engine, memfs, serving (admission, request checks, the rest) (slow; not in CI): bench/results/mutation.json
 	$(PY) -m scripts.mutation $(MUTATION_ARGS)
 
 FUZZ_EXAMPLES ?= 150

@@ -5,7 +5,8 @@ The mechanism alone (:class:`GroupCommit`), then through a real RetrievalService
 shard with its journal, Tantivy): concurrent upserts committed as one group are each searchable when
 their call returns; a failure of a group's shared commit (the vector journal's append, injected)
 fails every caller of that group and acknowledges none; a tenant's failing text commit (injected)
-fails that tenant's callers only, not another tenant's in the same group.
+fails that tenant's callers only, not another tenant's in the same group; an encoder failing on one
+call's text (injected) fails that call only, not the others embedded in the same run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.group_commit import GroupCommit
 from strata_retrieval.main import RetrievalApp
 from strata_retrieval.model import Document
@@ -129,8 +131,31 @@ def held(monkeypatch: pytest.MonkeyPatch) -> HeldTextCommits:
     return commits
 
 
+class HeldEncoder:
+    """The real embedder, its first batch held until ``opened`` (so the calls behind it wait to be
+    embedded together), failing on any text holding ``poison`` (the injected fault)."""
+
+    def __init__(self, real: Embedder) -> None:
+        self.real = real
+        self.name, self.dimension = real.name, real.dimension
+        self.held, self.opened = threading.Event(), threading.Event()
+        self.batches = 0
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        self.batches += 1
+        if self.batches == 1:
+            self.held.set()
+            self.opened.wait(WAIT_SECONDS)
+        if any("poison" in text for text in texts):
+            raise ValueError("injected: the encoder failed on this text")
+        return self.real.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.real.embed_query(text)
+
+
 @asynccontextmanager
-async def service(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterator[tuple[RetrievalApp, Any]]:
+async def service(tmp_path: Path, embedder: Embedder) -> AsyncIterator[tuple[RetrievalApp, Any]]:
     """A real RetrievalService with enough workers for every call of a test to be in the engine at once."""
     config = RetrievalSettings(
         address="127.0.0.1:0", data_dir=tmp_path, workers=CALLS + 2, grace_seconds=0.5, log_json=False
@@ -144,20 +169,23 @@ async def service(tmp_path: Path, embedder: OnnxSentenceEmbedder) -> AsyncIterat
         await app.stop()
 
 
-def document(i: int, tenant: str) -> pb.Document:
+def document(i: int, tenant: str, *, poison: bool = False) -> pb.Document:
     return pb.Document(
         id=f"doc-{i}",
-        text=f"note {i} mentions the word marker{i} and a garden",
+        text=f"note {i} mentions the word marker{i} and a garden" + (" poison" if poison else ""),
         kind=pb.DOCUMENT_KIND_PASSAGE,
         scope=pb.Scope(tenant_id=tenant, archive_id="archive"),
     )
 
 
-async def upsert_then_read(stub: Any, i: int, tenant: str) -> tuple[bool, list[str], list[str]]:
+async def upsert_then_read(
+    stub: Any, i: int, tenant: str, *, poison: bool = False
+) -> tuple[bool, list[str], list[str]]:
     """Upsert one document; at once after the call returns, whether a full-text search finds it and
     which legs hold it. (False, [], []) read the same way when the call failed."""
+    request = pb.UpsertDocumentsRequest(documents=[document(i, tenant, poison=poison)])
     try:
-        await stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[document(i, tenant)]), timeout=90)
+        await stub.UpsertDocuments(request, timeout=90)
     except grpc.aio.AioRpcError:
         acknowledged = False
     else:
@@ -250,6 +278,26 @@ async def test_a_tenants_failing_commit_fails_no_other_tenants_write_in_its_grou
                 assert (acknowledged, vector_ids, text_ids) == (False, [], [])
             else:
                 assert (acknowledged, vector_ids, text_ids) == (True, [f"doc-{i}"], [f"doc-{i}"])
+
+
+async def test_an_encoder_failing_on_one_calls_text_fails_that_call_only(
+    tmp_path: Path, embedder: OnnxSentenceEmbedder
+) -> None:
+    encoder = HeldEncoder(embedder)
+    async with service(tmp_path, encoder) as (app, stub):
+        assert app.engine is not None
+        engine = app.engine
+        calls = [asyncio.create_task(upsert_then_read(stub, 0, "t"))]
+        await asyncio.to_thread(encoder.held.wait, WAIT_SECONDS)
+        calls += [asyncio.create_task(upsert_then_read(stub, i, "t", poison=i == 2)) for i in range(1, 5)]
+        await asyncio.to_thread(_until, lambda: engine.commit_counts()["embedding"].waiting == 4)
+        encoder.opened.set()
+        outcomes = await asyncio.gather(*calls)
+        for i, (acknowledged, vector_ids, _) in enumerate(outcomes):
+            assert (acknowledged, vector_ids) == ((False, []) if i == 2 else (True, [f"doc-{i}"]))
+        counts = engine.commit_counts()["embedding"]
+        assert (counts.groups, counts.writes) == (2, 5)  # calls 1-4 went to the encoder together
+        assert encoder.batches == 2 + 4  # the failed run, then each of its calls alone
 
 
 def _until(condition: Callable[[], bool]) -> None:

@@ -190,26 +190,41 @@ class RetrievalEngine:
 
     def _embed(self, items: Sequence[_Embedding]) -> dict[int, BaseException]:
         """Embed the upserts of a group in one encoder run, then hand every write of the group, in
-        order, to the vector index. If the encoder fails, the group's upserts fail (its deletes go on)."""
-        upserts = [item.write for item in items if isinstance(item.write, _Upsert)]
-        texts = [document.embedded_text for upsert in upserts for document in upsert.documents]
+        order, to the vector index. If the encoder fails on the group, each upsert is embedded alone,
+        so only those it fails on fail (one caller's text never fails another's write); deletes go on."""
+        upserts = {i: item.write for i, item in enumerate(items) if isinstance(item.write, _Upsert)}
+        vectors: dict[int, Vectors] = {}
         failed: dict[int, BaseException] = {}
         try:
-            vectors = self.embedder.embed_documents(texts) if texts else None
-        except Exception as error:  # noqa: BLE001  (the callers of these upserts hear it)
-            failed = {i: error for i, item in enumerate(items) if isinstance(item.write, _Upsert)}
-            vectors = None
-        start = 0
-        for item in items:
+            vectors = self._embed_together(list(upserts.items()))
+        except Exception as error:  # noqa: BLE001  (retried alone below, or its caller hears it)
+            if len(upserts) == 1:
+                failed = dict.fromkeys(upserts, error)
+            else:
+                for position, upsert in upserts.items():
+                    try:
+                        vectors |= self._embed_together([(position, upsert)])
+                    except Exception as alone:  # noqa: BLE001  (this upsert's caller hears it)
+                        failed[position] = alone
+        for position, item in enumerate(items):
             write = item.write
             if isinstance(write, _Upsert):
-                if vectors is None:
+                if position not in vectors:
                     continue
-                rows = vectors[start : start + len(write.documents)]
-                start += len(write.documents)
-                write = _Upsert(write.documents, rows, write.text_committed)
+                write = _Upsert(write.documents, vectors[position], write.text_committed)
             item.vector_committed = self._vector_commits.submit(write)
         return failed
+
+    def _embed_together(self, upserts: Sequence[tuple[int, _Upsert]]) -> dict[int, Vectors]:
+        """One encoder run over these upserts' documents; each upsert's rows by its position."""
+        texts = [document.embedded_text for _, upsert in upserts for document in upsert.documents]
+        vectors = self.embedder.embed_documents(texts)
+        rows: dict[int, Vectors] = {}
+        start = 0
+        for position, upsert in upserts:
+            rows[position] = vectors[start : start + len(upsert.documents)]
+            start += len(upsert.documents)
+        return rows
 
     def _apply_text(self, writes: Sequence[_Write]) -> dict[int, BaseException]:
         """A group of the text index, each run of upserts as one commit per tenant. A failed commit

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from strata_retrieval.disk import DiskGuard, IndexDiskFull
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.engine import EngineConfig, RetrievalEngine
-from strata_retrieval.fusion import dbsf_ranking
+from strata_retrieval.fusion import FusionSetting, dbsf_ranking, rrf_ranking
 from strata_retrieval.legs import JointSearch, TextIndex
 from strata_retrieval.manifest import IndexManifest
 from strata_retrieval.model import (
@@ -289,7 +289,7 @@ def test_an_engine_configured_for_dbsf_fuses_hybrid_searches_by_the_legs_scores(
 ) -> None:
     vectors = EdgeShardIndex(tmp_path / "vectors", embedder.dimension)
     text = TenantTextIndexes(tmp_path / "text")
-    engine = RetrievalEngine(embedder, vectors, text, EngineConfig(fusion=Fusion.DBSF))
+    engine = RetrievalEngine(embedder, vectors, text, EngineConfig(fusion=FusionSetting(Fusion.DBSF)))
     try:
         engine.upsert(documents())
         weights = LegWeights(vector=0.5, fts=1.0)
@@ -297,13 +297,17 @@ def test_an_engine_configured_for_dbsf_fuses_hybrid_searches_by_the_legs_scores(
             text="glucose in the blood", mode=SearchMode.HYBRID, filter=SCOPE, top_k=4, weights=weights
         )
         legs = engine.candidates(query)
+        weights_ = {"vector": 0.5, "fts": 1.0}
         fused = dbsf_ranking(
-            {leg: [(c.key, c.score) for c in found] for leg, found in legs.items()},
-            weights={"vector": 0.5, "fts": 1.0},
+            {leg: [(c.key, c.score) for c in found] for leg, found in legs.items()}, weights=weights_
         )
         hits = engine.search(query).hits
         assert [hit.document.key for hit in hits] == fused.keys[:4]
-        assert [hit.rrf_score for hit in hits] == pytest.approx([fused.scores[key] for key in fused.keys[:4]])
+        assert [hit.score for hit in hits] == pytest.approx([fused.scores[key] for key in fused.keys[:4]])
+        by_rank = rrf_ranking({leg: [c.key for c in found] for leg, found in legs.items()}, weights=weights_)
+        assert [hit.rrf_score for hit in hits] == pytest.approx(
+            [by_rank.scores[key] for key in fused.keys[:4]]
+        )
         assert {hit.fts_rank for hit in hits} - {None} == {1, 2}  # "glucose": f0 and f2
         # a single leg keeps its order and its RRF score (the request's k)
         fts = SearchQuery(text="glucose", mode=SearchMode.FTS, filter=SCOPE, top_k=2, rrf_k=10.0)

@@ -13,6 +13,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.settings import RetrievalSettings
 from tests.retrieval.service_fixtures import (
     ENGINES,
     MEMORIES,
@@ -60,14 +61,16 @@ async def test_hits_carry_ranks_scores_and_the_stored_document(service: Service)
     first = response.hits[0]
     assert first.HasField("vector_rank")
     assert first.HasField("fts_rank")
-    expected = sum(1 / (10 + rank) for rank in (first.vector_rank, first.fts_rank))
+    defaults = RetrievalSettings()  # the default leg weights
+    weighted = ((defaults.vector_weight, first.vector_rank), (defaults.fts_weight, first.fts_rank))
+    expected = sum(weight / (10 + rank) for weight, rank in weighted)
     assert first.rrf_score == pytest.approx(expected)
     vector_only = [hit for hit in response.hits if not hit.HasField("fts_rank")]
     assert vector_only  # "kitten"-like passages share no word with the query
     assert all(not hit.HasField("fts_score") and hit.HasField("vector_score") for hit in vector_only)
     by_id = {hit.document.id: hit.document for hit in response.hits}
     assert by_id["p-tea"] == MEMORIES[0]
-    order = [(-hit.rrf_score, hit.document.id) for hit in response.hits]
+    order = [(-hit.score, hit.document.id) for hit in response.hits]
     assert order == sorted(order)  # best first, equal scores by id (exact ties: test_ties.py)
 
 

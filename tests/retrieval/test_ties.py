@@ -60,7 +60,8 @@ async def test_a_tie_between_the_legs_is_broken_by_id(
         passage(word_id, "Kitten Heels Ltd: invoice 4471 for a shoe shipment to Leeds."),
     ]
     tie = {"rrf_k": 0, "vector_weight": 1.0, "fts_weight": 0.5}
-    async with running_service(tmp_path / "data", embedder) as service:
+    # an exact tie of RRF scores: a service fusing by RRF (the default blend also reads the scores)
+    async with running_service(tmp_path / "data", embedder, fusion="rrf") as service:
         await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=documents))
         both = await service.stub.Search(search("kitten", pb.SEARCH_MODE_HYBRID, top_k=2, **tie))
         ranks = {hit.document.id: (hit.vector_rank, hit.fts_rank, hit.rrf_score) for hit in both.hits}

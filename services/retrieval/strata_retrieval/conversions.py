@@ -201,6 +201,7 @@ def fill_hit(message: pb.SearchHit, hit: Hit, mode: int) -> None:
     """Write ``hit`` (found in search mode number ``mode``) into an empty ``message`` in place."""
     fill_document(message.document, hit.document)
     message.rrf_score = hit.rrf_score
+    message.score = hit.score
     message.search_mode = mode  # type: ignore[assignment]  # an enum number
     if hit.vector_rank is not None:
         message.vector_rank = hit.vector_rank
@@ -217,6 +218,7 @@ def hit_from_pb(message: pb.SearchHit) -> Hit:
     return Hit(
         document=document_from_pb(message.document, "hit.document", lambda: datetime.now(UTC)),
         rrf_score=message.rrf_score,
+        score=message.score,
         vector_rank=message.vector_rank if message.HasField("vector_rank") else None,
         fts_rank=message.fts_rank if message.HasField("fts_rank") else None,
         vector_score=message.vector_score if message.HasField("vector_score") else None,

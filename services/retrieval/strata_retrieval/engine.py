@@ -14,12 +14,13 @@ Search modes:
 
 * ``VECTOR`` ranks by cosine similarity of the embedded query (top_k candidates);
 * ``FTS`` ranks by BM25 over the stemmed text (top_k candidates);
-* ``HYBRID`` over-fetches each leg (``vector_depth`` / ``fts_depth``, default max(4 * top_k, 50))
-  and fuses them with :func:`strata_retrieval.fusion.rrf`, or, when the engine is configured with
-  ``Fusion.DBSF``, by the legs' scores (:func:`strata_retrieval.fusion.dbsf_ranking`; the request's
-  RRF ``k`` is then unused and a hit's ``rrf_score`` holds the fused score). Single-leg modes keep
-  their leg's order (and RRF scores) either way. When the vector index also holds the text
-  leg (:class:`~strata_retrieval.legs.JointSearch`, the Qdrant server engine) both legs go in one
+* ``HYBRID`` over-fetches each leg (``vector_depth`` / ``fts_depth``, default max(4 * top_k, 100))
+  and fuses them as the engine is configured (:func:`strata_retrieval.fusion.fuse`): by default the
+  blend of the legs' scores and ranks, or RRF, or DBSF. A hit's ``score`` is the fused score it is
+  ordered by; its ``rrf_score`` is its RRF score with the request's ``k`` and weights under every
+  fusion. Single-leg modes keep their leg's order (both scores its RRF score) either way. Fusion is
+  this engine's, the same for both vector backends. When the vector index also holds the text leg
+  (:class:`~strata_retrieval.legs.JointSearch`, the Qdrant server engine) both legs go in one
   request; otherwise the text leg runs on a thread beside the vector leg.
 
 Every leg applies the filter inside its query, so a search returns ``top_k`` hits whenever that
@@ -31,7 +32,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,7 +41,7 @@ import numpy as np
 
 from strata_retrieval.disk import DiskGuard, as_disk_full, is_disk_full
 from strata_retrieval.embedding.protocol import Embedder, Vectors
-from strata_retrieval.fusion import Fused, Ranking, dbsf_ranking, rrf_ranking
+from strata_retrieval.fusion import Fused, FusionSetting, Ranking, fuse
 from strata_retrieval.group_commit import CommitCounts, GroupCommit
 from strata_retrieval.legs import JointSearch, Rebuildable, TextIndex
 from strata_retrieval.limits import Limits, check_batch, check_filter, check_id, check_search
@@ -77,7 +78,7 @@ class EngineConfig:
     limits: Limits = field(default_factory=Limits)
     hnsw_build_threshold: int = 10_000  # unindexed vectors that make maintain() build HNSW
     search_threads: int = 4  # hybrid text legs run at once (as many as searches the service runs)
-    fusion: Fusion = Fusion.RRF  # how hybrid searches fuse the legs
+    fusion: FusionSetting = field(default_factory=FusionSetting)  # how hybrid searches fuse the legs
     commit_linger_seconds: float = 0.0  # how long a group commit waits for more writes (0: none)
 
 
@@ -353,29 +354,30 @@ class RetrievalEngine:
         legs = self._run_legs(query)
         weights = query.weights or self._config.default_weights
         leg_weights = {VECTOR: weights.vector, FTS: weights.fts}
+        # single-leg modes keep their leg's order: RRF over one leg
+        fusion = self._config.fusion if query.mode is SearchMode.HYBRID else FusionSetting(Fusion.RRF)
         with tracing.span("search.fusion", candidates=sum(len(c) for c in legs.values())):
-            if self._config.fusion is Fusion.DBSF and query.mode is SearchMode.HYBRID:
-                fused = dbsf_ranking(
-                    {name: [(c.key, c.score) for c in candidates] for name, candidates in legs.items()},
-                    weights=leg_weights,
-                )
-            else:
-                fused = rrf_ranking(
-                    {name: [c.key for c in candidates] for name, candidates in legs.items()},
-                    k=query.rrf_k,
-                    weights=leg_weights,
-                )
-            return SearchResult(hits=self._hits(fused, legs, query.top_k), mode=query.mode)
+            fused, rrf_scores = fuse(
+                {name: [(c.key, c.score) for c in candidates] for name, candidates in legs.items()},
+                fusion,
+                rrf_k=query.rrf_k,
+                weights=leg_weights,
+            )
+            return SearchResult(hits=self._hits(fused, rrf_scores, legs, query.top_k), mode=query.mode)
 
-    def _hits(self, fused: Ranking, legs: dict[str, list[ScoredKey]], top_k: int) -> tuple[Hit, ...]:
-        """The best ``top_k`` fused keys as hits, with each leg's rank and raw score; equal scores in
-        document id order (as the contract says), not in the storage keys' order that ``rrf`` used."""
+    def _hits(
+        self, fused: Ranking, rrf_scores: Mapping[str, float], legs: dict[str, list[ScoredKey]], top_k: int
+    ) -> tuple[Hit, ...]:
+        """The best ``top_k`` fused keys as hits, with their fused and RRF scores and each leg's rank
+        and raw score; equal scores in document id order (as the contract says), not in the storage
+        keys' order that the fusion used."""
         scores = {name: {c.key: c.score for c in candidates} for name, candidates in legs.items()}
         best = sorted(self._fetch_best(fused, top_k), key=lambda pair: (-pair[0].score, pair[1].id))
         hits = [
             Hit(
                 document=document,
-                rrf_score=entry.score,
+                rrf_score=rrf_scores[entry.key],
+                score=entry.score,
                 vector_rank=entry.ranks.get(VECTOR),
                 fts_rank=entry.ranks.get(FTS),
                 vector_score=scores.get(VECTOR, {}).get(entry.key),

@@ -39,6 +39,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from strata_retrieval.model import Fusion
+
+
+@dataclass(frozen=True)
+class FusionSetting:
+    """A fusion and its knobs: ``alpha`` and ``rank_k`` are the blend's (the request's RRF ``k`` is
+    RRF's own, and every hit's ``rrf_score`` whatever the method)."""
+
+    method: Fusion = Fusion.BLEND
+    alpha: float = 0.5
+    rank_k: float = 10.0
+
 
 @dataclass(frozen=True)
 class Fused:
@@ -159,6 +171,25 @@ def blend_ranking(
             scores[key] = scores.get(key, 0.0) + weight * blended
     ordered = sorted(scores, key=lambda key: (-scores[key], key))
     return Ranking(keys=ordered, scores=scores, ranks=ranks)
+
+
+def fuse(
+    legs: Mapping[str, Sequence[tuple[str, float]]],
+    fusion: FusionSetting,
+    *,
+    rrf_k: float,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[Ranking, Mapping[str, float]]:
+    """The legs' (key, score) candidates, best first, fused by ``fusion``; and every key's RRF score
+    with ``rrf_k`` and the same weights (what a hit's ``rrf_score`` reports under every method)."""
+    by_rank = rrf_ranking(
+        {leg: [key for key, _ in found] for leg, found in legs.items()}, k=rrf_k, weights=weights
+    )
+    if fusion.method is Fusion.DBSF:
+        return dbsf_ranking(legs, weights=weights), by_rank.scores
+    if fusion.method is Fusion.BLEND:
+        return blend_ranking(legs, alpha=fusion.alpha, k=fusion.rank_k, weights=weights), by_rank.scores
+    return by_rank, by_rank.scores
 
 
 def _three_sigma(values: Sequence[float]) -> list[float]:

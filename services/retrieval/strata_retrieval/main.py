@@ -139,7 +139,7 @@ def engine_config(settings: RetrievalSettings) -> EngineConfig:
         limits=settings.limits,
         hnsw_build_threshold=settings.hnsw_build_threshold,
         search_threads=settings.workers,
-        fusion=settings.fusion,
+        fusion=settings.fusion_setting,
     )
 
 

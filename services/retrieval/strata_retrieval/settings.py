@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from strata_retrieval.embedding.onnx_embedder import Precision
+from strata_retrieval.fusion import FusionSetting
 from strata_retrieval.limits import Limits
 from strata_retrieval.model import Fusion, LegWeights
 from strata_serving.key_strength import check_key
@@ -65,14 +66,23 @@ class RetrievalSettings(ServingSettings):
         "times searches can tell that some caller asked the same text recently)",
     )
     workers: int = Field(default=4, ge=1, description="threads running blocking engine calls")
-    vector_weight: float = Field(default=1.0, ge=0)
+    # One fusion for every corpus, chosen by leave-one-corpus-out over SciFact and LoCoMo
+    # (bench/fusion/corpus_out.py, bench/results/fusion_corpus_out.md): the blend, a lighter vector
+    # leg and (model.default_depth) 100 candidates per leg. MemoryService sends the same for recall.
+    vector_weight: float = Field(default=0.75, ge=0)
     fts_weight: float = Field(default=1.0, ge=0)
     fusion: Fusion = Field(
-        default=Fusion.RRF,
-        description="how hybrid searches fuse the legs: rrf (by rank, weight / (k + rank)) or dbsf "
-        "(by score: each leg's scores scaled by their mean +- 3 sd, weighted and summed; a request's "
-        "rrf_k is then unused and rrf_score holds the fused score). bench/results/scifact_fusion.md",
+        default=Fusion.BLEND,
+        description="how hybrid searches fuse the legs: blend (per leg fusion_alpha of its DBSF-scaled "
+        "score + the rest of (fusion_rank_k + 1) / (fusion_rank_k + rank)), rrf (by rank, weight / (k + "
+        "rank), k the request's rrf_k) or dbsf (by score: each leg's scores scaled by their mean +- 3 sd, "
+        "weighted and summed). A hit's score is the fused score; its rrf_score is RRF's under every "
+        "fusion. bench/results/fusion_corpus_out.md",
     )
+    fusion_alpha: float = Field(
+        default=0.5, ge=0, le=1, description="blend: the share of the legs' scaled scores (1: dbsf)"
+    )
+    fusion_rank_k: float = Field(default=10.0, ge=0, description="blend: the k of its rank term")
     min_free_disk_bytes: int = Field(
         default=256 * 1024 * 1024,
         ge=0,
@@ -132,6 +142,10 @@ class RetrievalSettings(ServingSettings):
             max_top_k=self.max_top_k,
             max_candidate_depth=self.max_candidate_depth,
         )
+
+    @property
+    def fusion_setting(self) -> FusionSetting:
+        return FusionSetting(self.fusion, alpha=self.fusion_alpha, rank_k=self.fusion_rank_k)
 
     @property
     def default_weights(self) -> LegWeights:

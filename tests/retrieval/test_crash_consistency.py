@@ -15,6 +15,7 @@ import pytest
 from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.main import VECTOR_JOURNAL
+from strata_retrieval.text_tenants import TEXT_FOLDER
 from strata_retrieval.vectors.edge_durable import DurableEdgeShard
 from strata_retrieval.vectors.journal import JOURNAL, WriteJournal
 from tests.retrieval.service_fixtures import MEMORIES, TENANT, Service, running_service
@@ -46,7 +47,7 @@ async def _crash_after_unflushed_writes(data: Path, crashed: Path, embedder: Onn
 
 def _copy_fsynced(data: Path, crashed: Path) -> None:
     """What a crash leaves as it was: the journal and Tantivy (fsynced at each write), the manifest."""
-    for name in (VECTOR_JOURNAL, "text_by_tenant"):
+    for name in (VECTOR_JOURNAL, TEXT_FOLDER):
         shutil.copytree(data / name, crashed / name)
     for path in data.iterdir():
         if path.is_file():

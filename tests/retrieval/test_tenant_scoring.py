@@ -15,7 +15,7 @@ from strata.retrieval.v1 import retrieval_pb2 as pb
 from strata_retrieval.conversions import document_from_pb
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
 from strata_retrieval.text_index import TantivyTextIndex
-from strata_retrieval.text_tenants import LEGACY_TEXT_FOLDER, TEXT_FOLDER
+from strata_retrieval.text_tenants import LEGACY_TEXT_FOLDERS, TEXT_FOLDER
 from tests.retrieval.service_fixtures import ENGINES, MEMORIES, T0, Service, passage, running_service, search
 
 QUERIES = ("green tea in the morning", "cat keyboard", "hiking trip Alps", "nurse hospital tea")
@@ -79,12 +79,12 @@ async def test_a_shared_text_index_of_an_older_version_becomes_one_per_tenant(
         await service.stub.UpsertDocuments(pb.UpsertDocumentsRequest(documents=[*MEMORIES, *other]))
         before = await _scores(service, pb.SEARCH_MODE_FTS)
     shutil.rmtree(data / TEXT_FOLDER)  # as an older version left it: the shared index only
-    shared = TantivyTextIndex(data / LEGACY_TEXT_FOLDER)
+    shared = TantivyTextIndex(data / LEGACY_TEXT_FOLDERS[0])
     shared.upsert([document_from_pb(MEMORIES[0], "documents[0]", lambda: T0)])
     shared.close()
 
     async with running_service(data, embedder, **settings) as service:
-        assert not (data / LEGACY_TEXT_FOLDER).exists()
+        assert not (data / LEGACY_TEXT_FOLDERS[0]).exists()
         assert await _scores(service, pb.SEARCH_MODE_FTS) == before
         found = await service.stub.Search(search("green tea", mode=pb.SEARCH_MODE_FTS, tenant_id="tenant-2"))
         assert [hit.document.id for hit in found.hits] == ["o-1"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from strata_retrieval.model import Document, DocumentFilter, DocumentKind, Scope, TagMatch
+from strata_retrieval.model import ContextLegs, Document, DocumentFilter, DocumentKind, Scope, TagMatch
 from strata_retrieval.text_index import MAX_QUERY_WORDS, TantivyTextIndex, query_words, search_terms
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -203,3 +204,50 @@ def test_index_persists_across_reopen(tmp_path: Path) -> None:
     reopened = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
     assert ids(reopened, "run", T1) == ["run"]
     assert reopened.document_count() == 1
+
+
+def _turns() -> list[Document]:
+    """A turn, the reply after it (the turn as its context), and unrelated turns."""
+    said = "Caroline: I went to a LGBTQ support group yesterday"
+    return [
+        doc("said", said, kind=DocumentKind.MESSAGE),
+        replace(
+            doc("reply", "Melanie: Caroline, what a group!", kind=DocumentKind.MESSAGE),
+            context=said,
+            context_legs=ContextLegs.TEXT,
+        ),
+        *(doc(f"other-{i}", f"Melanie: the pottery class number {i} was fun") for i in range(6)),
+    ]
+
+
+@pytest.mark.parametrize("weight", [0.1, 0.2, 0.5])
+def test_the_turn_that_says_the_words_outranks_the_reply_that_has_them_as_context(
+    tmp_path: Path, weight: float
+) -> None:
+    index = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000, own_text_weight=weight)
+    index.upsert(_turns())
+    keys = {d.key: d.id for d in _turns()}
+    found = [keys[hit.key] for hit in index.search("Caroline LGBTQ support group", T1, 10)]
+    assert found == ["said", "reply"]
+    alone = index.search("LGBTQ", T1, 10)  # in the reply's context only: found, below the turn
+    assert [keys[hit.key] for hit in alone] == ["said", "reply"]
+
+
+def test_an_own_text_weight_of_zero_scores_the_text_and_its_context_as_one(tmp_path: Path) -> None:
+    weighted = TantivyTextIndex(tmp_path / "weighted", writer_heap_bytes=15_000_000, own_text_weight=0.5)
+    as_one = TantivyTextIndex(tmp_path / "as-one", writer_heap_bytes=15_000_000, own_text_weight=0.0)
+    weighted.upsert(_turns())
+    as_one.upsert(_turns())
+    scores = {hit.key: hit.score for hit in as_one.search("support group", T1, 10)}
+    boosted = {hit.key: hit.score for hit in weighted.search("support group", T1, 10)}
+    reply = next(d.key for d in _turns() if d.id == "reply")
+    said = next(d.key for d in _turns() if d.id == "said")
+    assert boosted[said] > scores[said] * 1.4  # "support group" in its own text: half again
+    assert boosted[reply] < scores[reply] * 1.3  # "group" only: less
+
+
+def test_a_context_the_text_leg_does_not_read_is_not_indexed(tmp_path: Path) -> None:
+    index = TantivyTextIndex(tmp_path / "text", writer_heap_bytes=15_000_000)
+    turns = [replace(d, context_legs=ContextLegs.VECTOR) for d in _turns()]
+    index.upsert(turns)
+    assert len(index.search("LGBTQ support", T1, 10)) == 1

@@ -31,7 +31,7 @@ from strata_retrieval.index_metrics import IndexCollector
 from strata_retrieval.manifest import IndexManifest, check_manifest, read_manifest
 from strata_retrieval.servicer import RetrievalServicer
 from strata_retrieval.settings import RetrievalSettings, VectorBackend
-from strata_retrieval.text_tenants import LEGACY_TEXT_FOLDER, TEXT_FOLDER, TenantTextIndexes
+from strata_retrieval.text_tenants import LEGACY_TEXT_FOLDERS, TEXT_FOLDER, TenantTextIndexes
 from strata_retrieval.vectors.bm25 import Bm25Params
 from strata_retrieval.vectors.edge_durable import DurableEdgeShard
 from strata_retrieval.vectors.protocol import VectorIndex
@@ -113,23 +113,27 @@ VECTOR_JOURNAL = "vectors_journal"  # the Edge shard's writes not flushed yet (v
 
 
 def _tenant_text(settings: RetrievalSettings, vectors: VectorIndex) -> TenantTextIndexes:
-    """The per-tenant text indexes. A data folder still holding the shared index of older versions
-    (``text/``) gets them built from the vector index's documents (every payload holds its document
-    whole), then the shared one removed; interrupted, the next start builds them again (writes
-    replace by key)."""
+    """The per-tenant text indexes. A data folder still holding an older layout (``LEGACY_TEXT_FOLDERS``:
+    the shared index, or per-tenant ones without the ``own_text`` field) gets them built anew from the
+    vector index's documents (every payload holds its document whole), then the old ones removed;
+    interrupted, the next start builds them again (writes replace by key)."""
     data_dir = settings.data_dir
     text = TenantTextIndexes(
-        data_dir / TEXT_FOLDER, max_open=settings.text_open_indexes, max_writers=settings.text_writers
+        data_dir / TEXT_FOLDER,
+        max_open=settings.text_open_indexes,
+        max_writers=settings.text_writers,
+        own_text_weight=settings.text_own_weight,
     )
-    legacy = data_dir / LEGACY_TEXT_FOLDER
-    if legacy.exists():
-        log.info("text search: one index per tenant, built from the vector index's documents")
+    legacy = [data_dir / name for name in LEGACY_TEXT_FOLDERS if (data_dir / name).exists()]
+    if legacy:
+        log.info("text search: per-tenant indexes built from the vector index's documents")
         moved = 0
         for page in vectors.document_pages():
             text.upsert(page)
             moved += len(page)
-        shutil.rmtree(legacy)
-        log.info("text search: %d documents moved into per-tenant indexes", moved)
+        for folder in legacy:
+            shutil.rmtree(folder)
+        log.info("text search: %d documents indexed into %s", moved, TEXT_FOLDER)
     return text
 
 
@@ -158,6 +162,7 @@ def open_server_engine(settings: RetrievalSettings, embedder: Embedder) -> Retri
         api_key=api_key,
         bm25=Bm25Params(avg_len=settings.bm25_avg_len),
         rebuild_with=embedder.embed_documents if settings.rebuild_on_model_change else None,
+        own_text_weight=settings.text_own_weight,
     )
     return RetrievalEngine(embedder, index, SparseTextLeg(index), engine_config(settings))
 

@@ -11,7 +11,7 @@ from pydantic_settings import SettingsConfigDict
 from strata_retrieval.embedding.onnx_embedder import Precision
 from strata_retrieval.fusion import FusionSetting
 from strata_retrieval.limits import Limits
-from strata_retrieval.model import Fusion, LegWeights
+from strata_retrieval.model import DEFAULT_OWN_TEXT_WEIGHT, Fusion, LegWeights
 from strata_serving.key_strength import check_key
 from strata_serving.settings import ServingSettings
 
@@ -95,6 +95,16 @@ class RetrievalSettings(ServingSettings):
         ge=2,
         description="embedded engine: tenants' full-text indexes kept open (one thread each; the least "
         "recently used is closed past this, and reopened in under a millisecond)",
+    )
+    text_own_weight: float = Field(
+        default=DEFAULT_OWN_TEXT_WEIGHT,
+        ge=0,
+        le=10,
+        description="what a query word found in a document's own text adds in the full-text leg, as a "
+        "share of its score in the text read with its context (a message's previous turn): the turn "
+        "that says the words outranks the reply that has them as context. A Tantivy field, or the "
+        "server engine's second sparse vector; read at search time (no rebuild); 0 scores the text "
+        "and its context as one",
     )
     text_writers: int = Field(
         default=16,

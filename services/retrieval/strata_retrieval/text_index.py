@@ -7,6 +7,16 @@ BM25. English function words ("the", "of", "what", ...) are dropped from the que
 the index) unless nothing else is left: their BM25 weight is near zero, but matching them makes the
 leg score almost every document (slower, and no better: bench/perf/findings.md).
 
+A document's context (a message's previous turn, when the full-text leg reads it) is indexed after
+its text in ``text``, as one field, and the text alone again in ``own_text``. Each query word is
+looked for in both, and a match in ``own_text`` adds ``own_text_weight`` of its BM25 score there: a
+reply such as "Yes, last Saturday!" is still found through the words of the turn it answers, while
+the turn that says the words outranks the reply that only has them as context (with the context
+scored as the reply's own words, the reply could come first: tests/retrieval/test_context_field.py).
+Measured on LoCoMo and on a long haystack of all its conversations in one agent
+(bench/locomo/context_field.py): this beats both the text with its context alone and the context in
+a lower-weighted field of its own (per-field BM25 counts a word of both fields twice, unsaturated).
+
 Filters are exact terms on raw (untokenised) fields and an integer range on the creation time,
 wrapped in a zero-score clause so they restrict without changing BM25 scores.
 
@@ -25,7 +35,7 @@ from pathlib import Path
 
 import tantivy
 
-from strata_retrieval.model import Document, DocumentFilter, ScoredKey, TagMatch
+from strata_retrieval.model import DEFAULT_OWN_TEXT_WEIGHT, Document, DocumentFilter, ScoredKey, TagMatch
 from strata_retrieval.timestamps import to_micros
 
 _WORD = re.compile(r"\w+")
@@ -46,6 +56,7 @@ def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("key", stored=True, tokenizer_name="raw")
     builder.add_text_field("text", stored=False, tokenizer_name="en_stem")
+    builder.add_text_field("own_text", stored=False, tokenizer_name="en_stem")
     for name in _FILTER_FIELDS:
         builder.add_text_field(name, stored=False, tokenizer_name="raw")
     builder.add_integer_field("created_us", stored=False, indexed=True, fast=True)
@@ -67,9 +78,18 @@ def search_terms(text: str) -> list[str]:
 class TantivyTextIndex:
     """BM25 search over the documents' text, restricted by a :class:`DocumentFilter`."""
 
-    def __init__(self, path: Path, *, writer_heap_bytes: int = 64_000_000) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        writer_heap_bytes: int = 64_000_000,
+        own_text_weight: float = DEFAULT_OWN_TEXT_WEIGHT,
+    ) -> None:
+        """``own_text_weight``: what a word matched in a document's own text adds, as a share of its
+        score in the text with the context (0: the two scored as one text)."""
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._own_text_weight = own_text_weight
         self._schema = _schema()
         self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
         self._heap_bytes = writer_heap_bytes
@@ -116,7 +136,13 @@ class TantivyTextIndex:
         words = search_terms(text)
         if not words or limit <= 0:
             return []
-        matched = self._index.parse_query(" ".join(f'"{word}"' for word in words), ["text"])
+        literals = " ".join(f'"{word}"' for word in words)
+        if self._own_text_weight > 0:  # each word: with the context, plus a share in the text alone
+            matched = self._index.parse_query(
+                literals, ["text", "own_text"], field_boosts={"own_text": self._own_text_weight}
+            )
+        else:
+            matched = self._index.parse_query(literals, ["text"])
         query = tantivy.Query.boolean_query(
             [
                 (tantivy.Occur.Must, matched),
@@ -155,6 +181,7 @@ class TantivyTextIndex:
         return tantivy.Document(
             key=document.key,
             text=document.full_text,
+            own_text=document.text,
             tenant_id=scope.tenant_id,
             agent_id=scope.agent_id,
             archive_id=scope.archive_id,

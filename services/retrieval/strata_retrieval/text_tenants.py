@@ -30,11 +30,16 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from strata_retrieval.model import Document, DocumentFilter, ScoredKey
+from strata_retrieval.model import DEFAULT_OWN_TEXT_WEIGHT, Document, DocumentFilter, ScoredKey
 from strata_retrieval.text_index import TantivyTextIndex
 
-TEXT_FOLDER = "text_by_tenant"  # under the data folder
-LEGACY_TEXT_FOLDER = "text"  # one Tantivy index for every tenant, before tenant-scoped BM25
+TEXT_FOLDER = "text_fields"  # under the data folder
+LEGACY_TEXT_FOLDERS = (
+    "text",  # one Tantivy index for every tenant, before tenant-scoped BM25
+    "text_by_tenant",  # per tenant, before the own text had a field of its own
+)
+"""Older layouts of the full-text indexes; a start that finds one builds TEXT_FOLDER anew from the
+vector index's documents (``strata_retrieval.main``): Tantivy opens no index whose schema changed."""
 DEFAULT_MAX_OPEN = 256
 DEFAULT_MAX_WRITERS = 16
 WRITER_HEAP_BYTES = 15_000_000  # Tantivy's minimum per indexing thread; batches are small
@@ -49,10 +54,16 @@ class TenantTextIndexes:
     """A :class:`~strata_retrieval.legs.TextIndex` routing each tenant to its own Tantivy index."""
 
     def __init__(
-        self, root: Path, *, max_open: int = DEFAULT_MAX_OPEN, max_writers: int = DEFAULT_MAX_WRITERS
+        self,
+        root: Path,
+        *,
+        max_open: int = DEFAULT_MAX_OPEN,
+        max_writers: int = DEFAULT_MAX_WRITERS,
+        own_text_weight: float = DEFAULT_OWN_TEXT_WEIGHT,
     ) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self._root = root
+        self._own_text_weight = own_text_weight
         self._max_writers = max(1, max_writers)
         self._max_open = max(self._max_writers + 1, max_open)
         self._open: OrderedDict[str, TantivyTextIndex] = OrderedDict()  # least recently used first
@@ -129,7 +140,9 @@ class TenantTextIndexes:
         index = self._open.get(tenant_id)
         if index is None:
             index = TantivyTextIndex(
-                self._root / tenant_folder(tenant_id), writer_heap_bytes=WRITER_HEAP_BYTES
+                self._root / tenant_folder(tenant_id),
+                writer_heap_bytes=WRITER_HEAP_BYTES,
+                own_text_weight=self._own_text_weight,
             )
             self._open[tenant_id] = index
         self._open.move_to_end(tenant_id)

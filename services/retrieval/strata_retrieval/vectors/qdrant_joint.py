@@ -3,14 +3,24 @@
 Nothing is kept on local disk.
 
 Each point holds the document's payload, its dense embedding (``dense``) and its text as a BM25
-sparse vector (``bm25``). The sparse vectors are built here (:mod:`.bm25`) with Qdrant's own BM25
-(``qdrant_edge.Bm25``: the server's BM25 inference — same tokeniser, English stop words and Snowball
-stemmer — term frequencies saturated with ``k`` and length-normalised with ``b`` against
-``avg_len``), and the collection's sparse vector carries the IDF modifier, so Qdrant multiplies
-each query term by its inverse document frequency at search time: together, BM25. A query's sparse
-vector has weight 1 per distinct term. The IDF corpus is the searching tenant's documents
-(``SearchParams.idf``, per-tenant IDF statistics, Qdrant 1.19), not the collection: another tenant's
-writes change no score, and a tenant cannot probe the words others hold.
+sparse vector (``bm25``: the text, then its context when the full-text leg reads one — a message's
+previous turn), and the text alone as a second one (``bm25_own``). The sparse vectors are built here
+(:mod:`.bm25`) with Qdrant's own BM25 (``qdrant_edge.Bm25``: the server's BM25 inference — same
+tokeniser, English stop words and Snowball stemmer — term frequencies saturated with ``k`` and
+length-normalised with ``b`` against ``avg_len``), and the collection's sparse vectors carry the IDF
+modifier, so Qdrant multiplies each query term by its inverse document frequency at search time:
+together, BM25. A query's sparse vector has weight 1 per distinct term. The IDF corpus is the
+searching tenant's documents (``SearchParams.idf``, per-tenant IDF statistics, Qdrant 1.19), not the
+collection: another tenant's writes change no score, and a tenant cannot probe the words others hold.
+
+The text leg asks both sparse vectors at once (two prefetches, each with the tenant's IDF corpus and
+the filter) and ranks their union by ``score(bm25) + own_text_weight * score(bm25_own)``, a
+``FormulaQuery`` evaluated by Qdrant (a point one prefetch did not return counts 0 there; each
+prefetch fetches twice the limit). This is the embedded engine's ``own_text`` field, with one
+difference: the query words Tantivy scores over both fields in one pass are here two top lists whose
+union is rescored. A generation built before ``bm25_own`` (no ``sparse_vectors`` pinned) is served
+and written as it was built, its text leg ``bm25`` alone, until a rebuild
+(``python -m strata_retrieval.rebuild``) builds the next generation with both vectors.
 
 Hybrid search sends both legs, each with the filter inside its query, in one request
 (``query_batch_points``) and fuses them with Strata's weighted RRF
@@ -50,15 +60,16 @@ from qdrant_client import models
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.errors import EmbeddingModelMismatch, RebuildInProgress
 from strata_retrieval.manifest import IndexManifest
-from strata_retrieval.model import Document, DocumentFilter, ScoredKey
+from strata_retrieval.model import DEFAULT_OWN_TEXT_WEIGHT, Document, DocumentFilter, ScoredKey
 from strata_retrieval.text_index import query_words
 from strata_retrieval.vectors import generations, qdrant_rebuild
 from strata_retrieval.vectors.bm25 import (
     DEFAULT_AVG_LEN,
+    OWN_SPARSE_NAME,
     SPARSE_NAME,
     Bm25Params,
     bm25_encoder,
-    sparse_vector,
+    sparse_vectors,
 )
 from strata_retrieval.vectors.payload import (
     HNSW_EF,
@@ -69,6 +80,10 @@ from strata_retrieval.vectors.qdrant_dense import QdrantDenseIndex, client_filte
 from strata_retrieval.vectors.qdrant_rebuild import REBUILD_PAGE, Building, Embed
 
 log = logging.getLogger("strata.retrieval.qdrant_server")
+SPARSE_VECTORS = [SPARSE_NAME, OWN_SPARSE_NAME]
+"""The sparse vectors of a generation, pinned in its metadata (older ones had ``bm25`` only)."""
+PREFETCH_FACTOR = 2
+"""Each sparse prefetch of the text leg fetches this many times the leg's limit before the rescore."""
 REBUILD_WAIT_SECONDS = 1.0
 """At start, how long to wait before looking again at a rebuild another replica is running."""
 
@@ -87,10 +102,13 @@ class QdrantJointIndex(QdrantDenseIndex):
         api_key: str | None = None,
         bm25: Bm25Params | None = None,
         rebuild_with: Embed | None = None,
+        own_text_weight: float = DEFAULT_OWN_TEXT_WEIGHT,
     ) -> None:
         """``rebuild_with``: when the serving generation was built with another model or other BM25
         parameters, rebuild it with this embedder (:meth:`rebuild`) instead of refusing it."""
         self._manifest = manifest
+        self._own_text_weight = own_text_weight
+        self._sparse_names = SPARSE_VECTORS  # the serving generation's (older ones: bm25 only)
         self._wanted = bm25 or Bm25Params()
         self._params = replace(self._wanted, avg_len=self._wanted.avg_len or DEFAULT_AVG_LEN)
         self._bm25 = bm25_encoder(self._params)
@@ -110,6 +128,7 @@ class QdrantJointIndex(QdrantDenseIndex):
                 return
             found = self._metadata(serving)
             if self._matches(found):
+                self._sparse_names = list(found.get("sparse_vectors") or [SPARSE_NAME])
                 self._params = Bm25Params(**found["bm25"])
                 self._bm25 = bm25_encoder(self._params)
                 return
@@ -139,7 +158,7 @@ class QdrantJointIndex(QdrantDenseIndex):
         )
 
     def _pins(self, params: Bm25Params) -> dict[str, Any]:
-        return {**asdict(self._manifest), "bm25": asdict(params)}
+        return {**asdict(self._manifest), "bm25": asdict(params), "sparse_vectors": SPARSE_VECTORS}
 
     def _metadata(self, collection: str) -> dict[str, Any]:
         return dict(self._client.get_collection(collection).config.metadata or {})
@@ -167,7 +186,9 @@ class QdrantJointIndex(QdrantDenseIndex):
                         size=self._manifest.embedding_dimension, distance=models.Distance.COSINE
                     )
                 },
-                sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                sparse_vectors_config={
+                    name: models.SparseVectorParams(modifier=models.Modifier.IDF) for name in SPARSE_VECTORS
+                },
                 metadata=metadata,
             )
         except Exception as failure:
@@ -239,6 +260,7 @@ class QdrantJointIndex(QdrantDenseIndex):
                 generations.swap(self._client, self._collection, serving, building.collection)
                 self._building = None
                 self._params, self._bm25 = params, building.bm25
+                self._sparse_names = SPARSE_VECTORS
         except BaseException:
             with self._writes:
                 self._building = None
@@ -269,19 +291,21 @@ class QdrantJointIndex(QdrantDenseIndex):
         the generation being built too, if any)."""
         with self._writes:
             self._client.upsert(
-                self._collection, points=self._points(self._bm25, documents, vectors), wait=True
+                self._collection,
+                points=self._points(self._bm25, documents, vectors, self._sparse_names),
+                wait=True,
             )
             if self._building is not None:
-                points = self._points(self._building.bm25, documents, vectors)
+                points = self._points(self._building.bm25, documents, vectors, SPARSE_VECTORS)
                 self._client.upsert(self._building.collection, points=points, wait=True)
 
     def _points(
-        self, bm25: qe.Bm25, documents: Sequence[Document], vectors: Vectors
+        self, bm25: qe.Bm25, documents: Sequence[Document], vectors: Vectors, sparse_names: Sequence[str]
     ) -> list[models.PointStruct]:
         return [
             models.PointStruct(
                 id=doc.key,
-                vector={VECTOR_NAME: row.tolist(), SPARSE_NAME: sparse_vector(bm25, doc.full_text)},
+                vector={VECTOR_NAME: row.tolist(), **sparse_vectors(bm25, doc, sparse_names)},
                 payload=to_payload(doc),
             )
             for doc, row in zip(documents, vectors, strict=True)
@@ -331,15 +355,38 @@ class QdrantJointIndex(QdrantDenseIndex):
 
     def _text_request(self, text: str, flt: DocumentFilter, limit: int) -> models.QueryRequest | None:
         """The sparse leg's query, or None when the text holds no term BM25 keeps (only stop words,
-        punctuation) or ``limit`` is 0."""
+        punctuation) or ``limit`` is 0: the text's sparse vector alone, or with the context's, the
+        union rescored by ``bm25 + own_text_weight * bm25_own``."""
         query = self._bm25.embed_query(" ".join(query_words(text)))
         if not query.indices or limit <= 0:
             return None
+        sparse = models.SparseVector(indices=list(query.indices), values=list(query.values))
+        params = models.SearchParams(idf=models.IdfCorpusParams(corpus=tenant_corpus(flt.tenant_id)))
+        if self._own_text_weight <= 0 or OWN_SPARSE_NAME not in self._sparse_names:
+            return models.QueryRequest(
+                query=sparse,
+                using=SPARSE_NAME,
+                filter=client_filter(flt),
+                params=params,
+                limit=limit,
+                with_payload=False,
+            )
+        prefetch = [
+            models.Prefetch(
+                query=sparse,
+                using=name,
+                filter=client_filter(flt),
+                params=params,
+                limit=limit * PREFETCH_FACTOR,
+            )
+            for name in SPARSE_VECTORS
+        ]
+        formula = models.SumExpression(
+            sum=["$score[0]", models.MultExpression(mult=[self._own_text_weight, "$score[1]"])]
+        )
         return models.QueryRequest(
-            query=models.SparseVector(indices=list(query.indices), values=list(query.values)),
-            using=SPARSE_NAME,
-            filter=client_filter(flt),
-            params=models.SearchParams(idf=models.IdfCorpusParams(corpus=tenant_corpus(flt.tenant_id))),
+            prefetch=prefetch,
+            query=models.FormulaQuery(formula=formula, defaults={"$score[0]": 0.0, "$score[1]": 0.0}),
             limit=limit,
             with_payload=False,
         )

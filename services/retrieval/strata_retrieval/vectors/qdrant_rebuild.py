@@ -5,8 +5,9 @@ holds the write lock around each page; the functions here only read and write Qd
 - A generation is read in pages of point ids (``scroll``), and each page's points are read again
   whole just before they are copied, so a page holds what the serving generation holds then.
 - Every payload holds its document whole (:mod:`.payload`), so a point is rebuilt from its own
-  payload: the BM25 sparse vector is computed again with the new generation's parameters, and the
-  dense vector is copied when the model is unchanged, else embedded again.
+  payload: the BM25 sparse vectors (the text with its context, the text alone) are computed again
+  with the new generation's parameters, and the dense vector is copied when the model is
+  unchanged, else embedded again.
 - ``avg_len`` for BM25 is the serving generation's mean document length in BM25 tokens (None when
   it is empty), measured over every point before the copy starts.
 """
@@ -22,7 +23,7 @@ from qdrant_client import QdrantClient, models
 
 from strata_retrieval.embedding.protocol import Vectors
 from strata_retrieval.vectors import generations
-from strata_retrieval.vectors.bm25 import SPARSE_NAME, sparse_vector
+from strata_retrieval.vectors.bm25 import sparse_vectors
 from strata_retrieval.vectors.payload import FULL_TEXT_FIELDS, VECTOR_NAME, from_payload, full_text_of
 
 REBUILD_PAGE = 256
@@ -75,7 +76,7 @@ def copy_points(
     points = [
         models.PointStruct(
             id=str(record.id),
-            vector={VECTOR_NAME: vector, SPARSE_NAME: sparse_vector(building.bm25, document.full_text)},
+            vector={VECTOR_NAME: vector, **sparse_vectors(building.bm25, document)},
             payload=record.payload,
         )
         for record, document, vector in zip(records, documents, dense, strict=True)

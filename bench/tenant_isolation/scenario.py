@@ -210,7 +210,12 @@ async def _timed_rounds(quiet: QuietTenant, rounds: int, pids: dict[str, int]) -
     """The quiet rounds, the load average after them and the cores each process used meanwhile."""
     cpu, began = _cpu(pids), time.perf_counter()
     measured = await quiet.rounds(rounds, at_least=MIN_PHASE_SECONDS)
-    return measured | {"load": _load(), "cores": _cores(cpu, _cpu(pids), time.perf_counter() - began)}
+    seconds = time.perf_counter() - began
+    return measured | {
+        "load": _load(),
+        "cores": _cores(cpu, _cpu(pids), seconds),
+        "seconds": round(seconds, 2),
+    }
 
 
 async def _phases(

@@ -125,8 +125,8 @@ async def test_a_refused_edit_beside_others_changes_nothing_and_they_apply(stub:
     runs = await asyncio.gather(*calls)
     assert [run.ok for run in runs] == [True, True, True, False, True, True, True]
     assert runs[3].reason == "CHAR_LIMIT_EXCEEDED"
-    for agent in agents:
-        assert await block_value(stub, agent.id, "human") == "x\nshort\nmore"
+    for agent in agents:  # concurrent calls of one agent: both applied, in no promised order
+        assert sorted((await block_value(stub, agent.id, "human")).split("\n")) == ["more", "short", "x"]
 
 
 @pytest.mark.slow

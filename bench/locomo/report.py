@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 CONTEXT_MODES = {
     "none": "message alone in both legs",
     "vector": "previous turn embedded with the message; text leg over the message alone",
-    "text": "previous turn in the text leg only; vector leg over the message alone",
-    "both": "previous turn indexed with the message in both legs",
+    "text": "previous turn in the text leg's context field only; vector leg over the message alone",
+    "both": "previous turn embedded with the message, and in the text leg's context field",
 }
 
 

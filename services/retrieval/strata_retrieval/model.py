@@ -13,7 +13,7 @@ from enum import StrEnum
 _KEY_NAMESPACE = uuid.UUID("6f6b3c58-8f0e-4a0c-9a53-5a3f1b7e2c10")
 
 DEFAULT_RRF_K = 60.0
-DEFAULT_OWN_TEXT_WEIGHT = 0.2
+DEFAULT_OWN_TEXT_WEIGHT = 0.1
 """What a query word found in a document's own text adds in the full-text leg, as a share of its
 match in the text read with its context (:mod:`strata_retrieval.text_index`); chosen on LoCoMo
 (bench/locomo/context_field.py)."""

@@ -29,7 +29,9 @@ def _cell(phase: dict[str, Any], ratio: dict[str, Any]) -> str:
 def _cores(phase: dict[str, Any]) -> str:
     cores = phase.get("cores", {})
     used = ", ".join(
-        f"{cores[name]:.2f}" for name in ("memory", "retrieval", "flood client") if name in cores
+        f"{cores[name]:.2f}"
+        for name in ("memory", "retrieval", "flood client", "quiet client")
+        if name in cores
     )
     return f"{used}; {phase['load'][0]:g}"
 

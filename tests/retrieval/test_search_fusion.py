@@ -99,7 +99,7 @@ async def test_hybrid_hits_are_ranked_by_the_fusion_the_settings_name(
 
 async def test_the_default_is_the_blend_chosen_across_corpora() -> None:
     # bench/results/fusion_corpus_out.md; a change here is a change of the served default
-    assert (DEFAULTS.fusion, DEFAULTS.fusion_alpha, DEFAULTS.fusion_rank_k) == (Fusion.BLEND, 0.5, 10.0)
+    assert (DEFAULTS.fusion, DEFAULTS.fusion_alpha, DEFAULTS.fusion_rank_k) == (Fusion.BLEND, 0.5, 5.0)
     assert (DEFAULTS.vector_weight, DEFAULTS.fts_weight) == (0.75, 1.0)
 
 

@@ -65,9 +65,10 @@ class MemorySettings(ServingSettings):
     through ``LISTEN``/``NOTIFY`` (``store/notices.py``), so this is a fallback for a lost notice."""
     outbox_lease_seconds: float = Field(default=30.0, gt=0)
     """A claimed job stays with its worker this long; then another replica's worker may take it over."""
-    archival_vector_weight: float = 1.0
+    archival_vector_weight: float = 0.75
     archival_fts_weight: float = 1.0
-    """RRF leg weights for archival search (see bench/scifact/quality.py)."""
+    """Leg weights for archival search: RetrievalService's defaults, the one fusion chosen by
+    leave-one-corpus-out over SciFact and LoCoMo (bench/results/fusion_corpus_out.md)."""
     rrf_k: float = 60.0
     """RRF k for archival search."""
     archival_candidate_depth: int = Field(default=0, ge=0, le=1000)
@@ -77,11 +78,13 @@ class MemorySettings(ServingSettings):
     # conversation's fold chose the previous turn in the text leg only, a lighter vector leg and deep
     # legs; the setting best on all of them is this one. Held-out evidence recall@10 (any) 0.776
     # (per conversation 0.719-0.809) against 0.720 with no context.
-    recall_vector_weight: float = 0.35
+    recall_vector_weight: float = 0.75
     recall_fts_weight: float = 1.0
-    """RRF leg weights for recall search."""
+    """Leg weights for recall search: the same as archival search's (RetrievalService's default blend
+    fusion, chosen by leave-one-corpus-out: bench/results/fusion_corpus_out.md; under RRF,
+    leave-one-conversation-out on LoCoMo chose 0.35 with k 30)."""
     recall_rrf_k: float = 30.0
-    """RRF k for recall search."""
+    """RRF k for recall search (the hits' rrf_score; the ranking's only under STRATA_RETRIEVAL_FUSION=rrf)."""
     recall_candidate_depth: int = Field(default=100, ge=0, le=1000)
     """Candidates each leg of a hybrid recall search fetches (at least the limit); 0: RetrievalService's."""
     recall_context_turns: int = Field(default=1, ge=0, le=10)

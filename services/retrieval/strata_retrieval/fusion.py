@@ -49,7 +49,7 @@ class FusionSetting:
 
     method: Fusion = Fusion.BLEND
     alpha: float = 0.5
-    rank_k: float = 10.0
+    rank_k: float = 5.0
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ class RetrievalSettings(ServingSettings):
     fusion_alpha: float = Field(
         default=0.5, ge=0, le=1, description="blend: the share of the legs' scaled scores (1: dbsf)"
     )
-    fusion_rank_k: float = Field(default=10.0, ge=0, description="blend: the k of its rank term")
+    fusion_rank_k: float = Field(default=5.0, ge=0, description="blend: the k of its rank term")
     min_free_disk_bytes: int = Field(
         default=256 * 1024 * 1024,
         ge=0,

@@ -19,8 +19,11 @@ REPO = Path(__file__).resolve().parents[2]
 CONTEXT_MODES = {
     "none": "message alone in both legs",
     "vector": "previous turn embedded with the message; text leg over the message alone",
-    "text": "previous turn in the text leg's context field only; vector leg over the message alone",
-    "both": "previous turn embedded with the message, and in the text leg's context field",
+    "text": (
+        "previous turn in the text leg only, the message's own words weighted again; "
+        "vector leg over the message alone"
+    ),
+    "both": "previous turn embedded with the message, and in the text leg",
 }
 
 

@@ -25,6 +25,7 @@ from strata_serving.fair_admission import (
     RefusalBudget,
     _Pacing,
 )
+from strata_serving.fair_share import FairShare, PoolLimits
 from strata_serving.server import GrpcServer
 
 BUDGET = RefusalBudget(per_second=10, burst=3, max_delay=1.0, max_held=2)
@@ -161,3 +162,38 @@ async def test_a_request_of_exactly_the_largest_size_is_admitted_and_one_byte_mo
     assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert refused.value.details() == "the request is 17 bytes; /strata.test.Paced/Search takes at most 16"
     assert admission.refused == {"default": 1}
+
+
+WATCH = f"/{SERVICE}/Watch"
+
+
+async def test_a_streamed_response_waits_for_its_tenants_share_like_a_unary_call() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=1, share=1, queue=0))
+    admission = AdmissionInterceptor({WATCH: MethodRule(64, "searches")}, {"searches": pool})
+
+    async def watch(
+        request: StringValue, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[StringValue]:
+        yield request
+
+    def register(server: grpc.aio.Server) -> None:
+        handler = grpc.unary_stream_rpc_method_handler(
+            watch, StringValue.FromString, StringValue.SerializeToString
+        )
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Watch": handler}),))
+
+    server = GrpcServer(
+        "127.0.0.1:0", service_names=[SERVICE], register=register, extra_interceptors=[admission]
+    )
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stream = channel.unary_stream(WATCH, StringValue.SerializeToString, StringValue.FromString)
+            assert [item.value async for item in stream(StringValue(value="one"), timeout=10)] == ["one"]
+            async with pool.slot("default"):  # the tenant's one share is taken: no queue to wait in
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    _ = [item async for item in stream(StringValue(value="two"), timeout=10)]
+        assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert admission.refused == {"default": 1}
+    finally:
+        await server.stop(0)

@@ -31,11 +31,10 @@ from bench.scifact import data as sf
 from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import FTS, VECTOR
-from strata_retrieval.fusion import dbsf_ranking
+from strata_retrieval.fusion import fuse
 from strata_retrieval.main import load_embedder, open_engine
 from strata_retrieval.model import (
     DocumentFilter,
-    Fusion,
     LegWeights,
     SearchMode,
     SearchQuery,
@@ -121,8 +120,8 @@ def collect_scifact() -> None:
     engine.close()
 
 
-def _served_dbsf_top20(engine: Any, text: str, flt: DocumentFilter, ids: dict[str, str]) -> list[str]:
-    """The hybrid search MemoryService's recall search sends, on an engine started with fusion=dbsf."""
+def _served_top20(engine: Any, text: str, flt: DocumentFilter) -> list[str]:
+    """The hybrid search MemoryService's recall search sends, on an engine at its default fusion."""
     s = MemorySettings()
     depth = s.recall_candidate_depth
     query = SearchQuery(
@@ -130,6 +129,7 @@ def _served_dbsf_top20(engine: Any, text: str, flt: DocumentFilter, ids: dict[st
         mode=SearchMode.HYBRID,
         filter=flt,
         top_k=20,
+        rrf_k=s.recall_rrf_k,
         weights=LegWeights(vector=s.recall_vector_weight, fts=s.recall_fts_weight),
         vector_depth=depth,
         fts_depth=depth,
@@ -137,20 +137,24 @@ def _served_dbsf_top20(engine: Any, text: str, flt: DocumentFilter, ids: dict[st
     return [hit.document.id.split("/", 1)[1] for hit in engine.search(query).hits]
 
 
-def _local_dbsf_top20(legs: dict[str, list[list[Any]]]) -> list[str]:
+def _local_top20(legs: dict[str, list[list[Any]]]) -> list[str]:
+    """The same fusion from the kept legs, as bench/fusion/corpus_out.py computes it."""
     s = MemorySettings()
     depth = s.recall_candidate_depth
-    fused = dbsf_ranking(
+    fused, _ = fuse(
         {leg: [(key, score) for key, score in found[:depth]] for leg, found in legs.items()},
+        RetrievalSettings().fusion_setting,
+        rrf_k=s.recall_rrf_k,
         weights={VECTOR: s.recall_vector_weight, FTS: s.recall_fts_weight},
     )
     return sorted(fused.keys, key=lambda key: (-fused.scores[key], key))[:20]
 
 
 def collect_locomo() -> None:
-    """Also checks that the lab's DBSF (as bench/fusion/variants.py computes it) is what an engine
-    started with ``fusion=dbsf`` serves for MemoryService's recall request (top 20, every question)."""
-    engine, embedder = _engine("index-locomo", fusion=Fusion.DBSF)
+    """Also checks that the lab's fusion at the service's default (as bench/fusion/corpus_out.py
+    computes it) is what an engine at its defaults serves for MemoryService's recall request (top 20,
+    every question)."""
+    engine, embedder = _engine("index-locomo")
     locomo: dict[str, Any] = {}
     same = total = 0
     for conv in conversations():
@@ -162,13 +166,13 @@ def collect_locomo() -> None:
         questions, _ = scored(load_questions(conv))
         for q in questions:
             legs = locomo[f"{conv}#{q.index}"] = _legs(engine, q.text, conv_flt, conv_ids)
-            same += _served_dbsf_top20(engine, q.text, conv_flt, conv_ids) == _local_dbsf_top20(legs)
+            same += _served_top20(engine, q.text, conv_flt) == _local_top20(legs)
             total += 1
         print(conv, "collected", flush=True)
     embedder.save()
     engine.close()
     (LAB / "locomo_legs.json").write_text(json.dumps(locomo))
-    check = {"served_dbsf_top20_equal_to_local": same, "questions": total}
+    check = {"served_default_top20_equal_to_local": same, "questions": total}
     (LAB / "locomo_served_check.json").write_text(json.dumps(check) + "\n")
     print(check, flush=True)
 

@@ -14,7 +14,9 @@ its mean document length for BM25's ``avg_len`` as the service does. Steps, each
    first one's vectors, so its ingest rate excludes the embedder.
 2. Run the 300 claims with top_k = 100: each leg's candidates once per claim (as a hybrid search
    runs them; one request for the server engine), then nDCG@10 and Recall@100 of the vector leg, the
-   text leg and their RRF fusion (k = 60) under a few leg weightings (how the defaults were chosen).
+   text leg, the hybrid searches served by default (fused as RetrievalService's settings say: a
+   request with no knobs, ``hybrid``; MemoryService's archival and recall searches), and RRF
+   (k = 60) under a few leg weightings and DBSF and min-max rows (how the defaults were chosen).
 3. Embedded engine only: start the real gRPC server on the same index and time sequential Search
    calls per mode (top_k = 10, query embedding included) next to a health-check RPC, the transport
    floor. The server engine's latency is not measured: local mode searches by brute force in Python
@@ -68,9 +70,10 @@ from strata.retrieval.v1 import retrieval_pb2_grpc as pb_grpc
 from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.protocol import Embedder, Vectors
 from strata_retrieval.engine import FTS, VECTOR, RetrievalEngine
-from strata_retrieval.fusion import rrf
+from strata_retrieval.fusion import fuse, rrf
 from strata_retrieval.main import RetrievalApp, load_embedder, open_engine
 from strata_retrieval.model import (
+    DEFAULT_RRF_K,
     Document,
     DocumentFilter,
     ScoredKey,
@@ -87,6 +90,8 @@ from strata_retrieval.vectors.qdrant_joint import (
 BATCH = 64
 LATENCY_CALLS = 300
 MIN_MAX_DEPTHS = (50, 100)
+SERVED = RetrievalSettings()
+"""RetrievalService's default settings: the fusion and leg weights a search gets when it names none."""
 WEIGHTINGS = [(1.0, 1.0), (1.0, 0.5), (0.5, 1.0), (1.0, 0.75), (0.75, 1.0)]
 ENGINES: dict[str, dict[str, Any]] = {
     "embedded": {},
@@ -163,13 +168,16 @@ def evaluate(
         for vector_w, fts_w in WEIGHTINGS:
             fused = rrf(legs, k=query.rrf_k, weights={VECTOR: vector_w, FTS: fts_w})
             default = (vector_w, fts_w) == WEIGHTINGS[0]
-            label = str(SearchMode.HYBRID) if default else f"hybrid vector={vector_w} fts={fts_w}"
+            label = (
+                "hybrid rrf (k 60, equal weights)" if default else f"hybrid rrf vector={vector_w} fts={fts_w}"
+            )
             rankings[label] = [entry.key for entry in fused]
         for label, fusion in served_fusions().items():
-            cut = {name: keys[: int(fusion["depth"])] for name, keys in legs.items()}
+            depth = int(fusion["depth"])
+            cut = {name: [(c.key, c.score) for c in found[:depth]] for name, found in candidates.items()}
             weights = {VECTOR: fusion["vector_weight"], FTS: fusion["fts_weight"]}
-            fused = sorted(rrf(cut, k=fusion["rrf_k"], weights=weights), key=lambda e: (-e.score, ids[e.key]))
-            rankings[label] = [entry.key for entry in fused]
+            ranking, _ = fuse(cut, SERVED.fusion_setting, rrf_k=fusion["rrf_k"], weights=weights)
+            rankings[label] = sorted(ranking.keys, key=lambda key: (-ranking.scores[key], ids[key]))
         for depth in MIN_MAX_DEPTHS:
             label = f"hybrid min-max scores, equal weights, depth {depth} (measured, not served)"
             rankings[label] = min_max_fusion(candidates, depth, ids)
@@ -202,18 +210,25 @@ def min_max_fusion(candidates: dict[str, list[ScoredKey]], depth: int, ids: dict
 
 
 def served_fusions() -> dict[str, dict[str, float]]:
-    """The fusions MemoryService sends by default, each leg cut to the depth it asks for (a search
-    for the top 10 with no depth set: RetrievalService's max(4 * 10, 50)): archival search, and the
-    recall fusion chosen by leave-one-conversation-out on LoCoMo (bench/LOCOMO.md), checked here."""
+    """The hybrid searches served by default, fused as RetrievalService's settings say (``SERVED``),
+    each leg cut to the depth asked for (a search for the top 10 with no depth set: RetrievalService's
+    default_depth(10)): a Search request with no knobs (the service's defaults; ``hybrid``, the
+    headline), MemoryService's archival search, and its recall search (checked here on SciFact)."""
     s = MemorySettings()
     return {
+        str(SearchMode.HYBRID): {
+            "vector_weight": SERVED.vector_weight,
+            "fts_weight": SERVED.fts_weight,
+            "rrf_k": DEFAULT_RRF_K,
+            "depth": default_depth(10),
+        },
         "hybrid, archival defaults (served)": {
             "vector_weight": s.archival_vector_weight,
             "fts_weight": s.archival_fts_weight,
             "rrf_k": s.rrf_k,
             "depth": s.archival_candidate_depth or default_depth(10),
         },
-        "hybrid, recall defaults (LOCO on LoCoMo)": {
+        "hybrid, recall defaults (served)": {
             "vector_weight": s.recall_vector_weight,
             "fts_weight": s.recall_fts_weight,
             "rrf_k": s.recall_rrf_k,

@@ -100,7 +100,8 @@ def write() -> None:
         lines += [
             "",
             f"An engine started with `fusion=dbsf` served the same top 20 as this fusion for "
-            f"{check.get('served_dbsf_top20_equal_to_local', check.get('served_default_top20_equal_to_local'))}/{check['questions']} questions.",
+            f"{check.get('served_dbsf_top20_equal_to_local', check.get('served_default_top20_equal_to_local'))}"  # noqa: E501
+            f"/{check['questions']} questions.",
         ]
     lines += ["", "## SciFact nDCG@10 over each grid (sensitivity, not a choice)", ""]
     lines += ["| setting | RRF k 60 | DBSF |", "|---|---:|---:|"]

@@ -28,6 +28,11 @@ def test_archive_passages_search_and_reindex(strata: Strata) -> None:
     header, hit = out.splitlines()
     assert header.split() == ["SCORE", "VEC", "FTS", "TAGS", "TEXT"]
     assert hit.endswith("drink  Ada drinks green tea.")
+    code, out, _ = strata(
+        "--json", "search", "archival", "what does Ada drink", "--agent", agent_id, "--top-k", "1"
+    )
+    served = json.loads(out)["hits"][0]["relevance"]
+    assert hit.split()[0] == f"{served['score']:.4f}" != f"{served['rrf_score']:.4f}"  # what orders hits
     code, out, _ = strata("--json", "search", "archival", "Ada", "--agent", agent_id, "--tag", "travel")
     assert [h["passage"]["text"] for h in json.loads(out)["hits"]] == ["Ada rides a bicycle."]
 

@@ -1,5 +1,5 @@
 """Archival and recall memory through the browser: lists, add/delete, and search hits that show why
-they ranked (rrf_score, vector_rank, fts_rank) exactly as the service reported them."""
+they ranked (score, rrf_score, vector_rank, fts_rank) exactly as the service reported them."""
 
 from __future__ import annotations
 
@@ -50,11 +50,12 @@ def test_archival_search_shows_each_hits_explained_score(
     for index, hit in enumerate(served.hits):
         shown = hits.nth(index)
         expect(shown).to_contain_text(hit.passage.text)
-        expect(shown.locator("dd").nth(0)).to_have_text(f"{hit.relevance.rrf_score:.5f}")
+        expect(shown.locator("dd").nth(0)).to_have_text(f"{hit.relevance.score:.5f}")
+        expect(shown.locator("dd").nth(1)).to_have_text(f"{hit.relevance.rrf_score:.5f}")
         vector = str(hit.relevance.vector_rank) if hit.relevance.HasField("vector_rank") else "—"
         fts = str(hit.relevance.fts_rank) if hit.relevance.HasField("fts_rank") else "—"
-        expect(shown.locator("dd").nth(1)).to_have_text(vector)
-        expect(shown.locator("dd").nth(2)).to_have_text(fts)
+        expect(shown.locator("dd").nth(2)).to_have_text(vector)
+        expect(shown.locator("dd").nth(3)).to_have_text(fts)
     accessible(page)
     screenshot(page, "archival")
 
@@ -65,8 +66,8 @@ def test_archival_search_shows_each_hits_explained_score(
     page.get_by_label("Query").fill("sourdough starter")
     page.get_by_role("button", name="Search").click()
     expect(page.locator(".hit")).to_have_count(1)
-    expect(page.locator(".hit dd").nth(1)).to_have_text("—")  # fts only: no vector rank
-    expect(page.locator(".hit dd").nth(3)).to_have_text("fts")
+    expect(page.locator(".hit dd").nth(2)).to_have_text("—")  # fts only: no vector rank
+    expect(page.locator(".hit dd").nth(4)).to_have_text("fts")
 
     page.get_by_label("From (YYYY-MM-DD)").fill("yesterday")
     page.get_by_role("button", name="Search").click()
@@ -110,7 +111,7 @@ def test_recall_lists_and_searches_messages_with_scores(
     expect(page.locator(".hit")).to_have_count(len(served.hits))
     expect(page.locator(".hit").first).to_contain_text(served.hits[0].message.content)
     expect(page.locator(".hit").first.locator("dd").first).to_have_text(
-        f"{served.hits[0].relevance.rrf_score:.5f}"
+        f"{served.hits[0].relevance.score:.5f}"
     )
     accessible(page)
     screenshot(page, "recall")

@@ -195,3 +195,50 @@ async def test_a_reply_is_found_through_its_previous_turn_by_words_not_by_meanin
     by_meaning = await ranked(api.SEARCH_MODE_VECTOR, "adopted a beagle named Max")
     assert by_meaning[:2] == [adopted, walks]  # with the turn embedded too, the reply came second
     assert reply in await ranked(api.SEARCH_MODE_FTS, "adopted Max")
+
+
+async def test_hits_carry_the_score_they_are_ordered_by_and_each_legs_own_score(memory: MemoryStub) -> None:
+    """Under the default fusion hits are not ordered by rrf_score: each hit also carries the fused
+    score it is ordered by and the leg scores behind it, and the tools report the same score."""
+    agent = await memory.CreateAgent(api.CreateAgentRequest(agent=pb.Agent(name="lee")))
+    texts = [
+        "Lee's sister Mia moved to Porto last spring.",
+        "Porto's old town sits on the river Douro.",
+        "Mia teaches chemistry at a school in Porto.",
+        "The cat sleeps on the warm windowsill all afternoon.",
+        "Lee plans to visit Mia in Porto in June.",
+    ]
+    appended = await memory.AppendMessages(
+        api.AppendMessagesRequest(
+            agent_id=agent.id,
+            messages=[pb.Message(role=USER, content=text) for text in texts],
+            wait_searchable=True,
+        )
+    )
+    assert len(appended.messages) == len(texts)
+    for mode in (api.SEARCH_MODE_HYBRID, api.SEARCH_MODE_VECTOR, api.SEARCH_MODE_FTS):
+        found = await memory.SearchMessages(
+            api.SearchMessagesRequest(agent_id=agent.id, query="where does Mia live", mode=mode, limit=5)
+        )
+        assert found.hits, mode
+        scores = [hit.relevance.score for hit in found.hits]
+        assert scores == sorted(scores, reverse=True), (mode, scores)
+        assert all(score > 0 for score in scores), (mode, scores)
+        for hit in found.hits:
+            relevance = hit.relevance
+            assert relevance.HasField("vector_score") == relevance.HasField("vector_rank"), relevance
+            assert relevance.HasField("fts_score") == relevance.HasField("fts_rank"), relevance
+            if mode != api.SEARCH_MODE_HYBRID:
+                assert relevance.score == relevance.rrf_score  # one leg: its RRF score orders it
+
+    served = await memory.SearchMessages(
+        api.SearchMessagesRequest(
+            agent_id=agent.id, query="Mia in Porto", mode=api.SEARCH_MODE_HYBRID, limit=5
+        )
+    )
+    shown = json.loads(
+        (await tool(memory, agent.id, "conversation_search", query="Mia in Porto", limit=5)).text
+    )
+    assert [r["relevance"]["score"] for r in shown["results"]] == [
+        round(hit.relevance.score, 6) for hit in served.hits
+    ]

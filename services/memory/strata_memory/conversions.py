@@ -335,9 +335,13 @@ def passage_from_proto(passage: pb.Passage) -> PassageRecord:
 
 
 def relevance_to_proto(hit: Hit[Any]) -> pb.Relevance:
-    relevance = pb.Relevance(rrf_score=hit.rrf_score, search_mode=hit.search_mode)
+    relevance = pb.Relevance(rrf_score=hit.rrf_score, search_mode=hit.search_mode, score=hit.score)
     if hit.vector_rank is not None:
         relevance.vector_rank = hit.vector_rank
     if hit.fts_rank is not None:
         relevance.fts_rank = hit.fts_rank
+    if hit.vector_score is not None:
+        relevance.vector_score = hit.vector_score
+    if hit.fts_score is not None:
+        relevance.fts_score = hit.fts_score
     return relevance

@@ -61,7 +61,7 @@ def _add_query(parser: argparse.ArgumentParser) -> None:
 def _ranks(relevance: pb.Relevance) -> tuple[str, str, str]:
     vector = str(relevance.vector_rank) if relevance.HasField("vector_rank") else "-"
     fts = str(relevance.fts_rank) if relevance.HasField("fts_rank") else "-"
-    return f"{relevance.rrf_score:.4f}", vector, fts
+    return f"{relevance.score:.4f}", vector, fts  # the score the service ordered the hits by
 
 
 def _archival(client: MemoryClient, args: argparse.Namespace, out: Printer) -> None:

@@ -65,6 +65,9 @@ class Hit(Generic[T]):
     vector_rank: int | None
     fts_rank: int | None
     search_mode: SearchMode
+    score: float = 0.0  # what RetrievalService ordered the hits by (its fusion's score)
+    vector_score: float | None = None
+    fts_score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +211,9 @@ def _in_rank_order(hits: Sequence[rpb.SearchHit], items: dict[str, T]) -> list[H
             vector_rank=hit.vector_rank if hit.HasField("vector_rank") else None,
             fts_rank=hit.fts_rank if hit.HasField("fts_rank") else None,
             search_mode=MODE_NAMES.get(hit.search_mode, SearchMode.HYBRID),
+            score=hit.score,
+            vector_score=hit.vector_score if hit.HasField("vector_score") else None,
+            fts_score=hit.fts_score if hit.HasField("fts_score") else None,
         )
         for hit in hits
         if hit.document.id in items

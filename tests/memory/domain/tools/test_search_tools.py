@@ -3,7 +3,7 @@
 archival_memory_insert(content, tags=[]); archival_memory_search(query, tags=[], tag_match_mode="any"|"all",
 top_k=5, start_datetime, end_datetime); conversation_search(query, roles=[], limit=5, start_date,
 end_date). Date bounds are inclusive, a date alone covers its day, a bound without an offset is in
-the agent's timezone; results carry id/timestamp/content/tags and relevance (rrf_score, vector_rank,
+the agent's timezone; results carry id/timestamp/content/tags and relevance (score, rrf_score, vector_rank,
 fts_rank absent when a leg missed the hit, search_mode).
 """
 
@@ -42,12 +42,17 @@ def _refused(call: Any, *args: Any) -> ToolArgumentError:
     return caught.value
 
 
+SCORES = {"score": 0.612042, "rrf_score": 0.032787}  # _hit's, rounded to 6 places
+BOTH_LEGS = SCORES | {"search_mode": "hybrid", "vector_rank": 1, "fts_rank": 2}
+
+
 def _hit(**changes: Any) -> Found:
     values: dict[str, Any] = {
         "id": "p-1",
         "created_at": datetime(2026, 1, 15, 9, 30, 0, tzinfo=UTC),
         "content": "Bob likes tea",
         "rrf_score": 0.0327868852,
+        "score": 0.6120418,
         "vector_rank": 1,
         "fts_rank": 2,
         "search_mode": "hybrid",
@@ -307,16 +312,16 @@ def test_archival_results_shape() -> None:
             "timestamp": "2026-01-15T10:30:00+01:00",
             "content": "Bob likes tea",
             "tags": ["tea", "bob"],
-            "relevance": {"rrf_score": 0.032787, "search_mode": "hybrid", "vector_rank": 1, "fts_rank": 2},
+            "relevance": BOTH_LEGS,
         }
     ]
 
 
 def test_relevance_omits_a_leg_that_missed() -> None:
     only_fts = json.loads(archival_results([_hit(vector_rank=None, search_mode="fts")], "UTC"))[0]
-    assert only_fts["relevance"] == {"rrf_score": 0.032787, "search_mode": "fts", "fts_rank": 2}
+    assert only_fts["relevance"] == SCORES | {"search_mode": "fts", "fts_rank": 2}
     only_vector = json.loads(archival_results([_hit(fts_rank=None)], "UTC"))[0]
-    assert only_vector["relevance"] == {"rrf_score": 0.032787, "search_mode": "hybrid", "vector_rank": 1}
+    assert only_vector["relevance"] == SCORES | {"search_mode": "hybrid", "vector_rank": 1}
     ranked_first = json.loads(archival_results([_hit(vector_rank=0, fts_rank=0)], "UTC"))[0]
     assert ranked_first["relevance"]["vector_rank"] == 0
     assert ranked_first["relevance"]["fts_rank"] == 0
@@ -347,7 +352,7 @@ def test_recall_results_shape() -> None:
         "time_ago": "2h ago",
         "role": "assistant",
         "content": "Bob likes tea",
-        "relevance": {"rrf_score": 0.032787, "search_mode": "hybrid", "vector_rank": 1, "fts_rank": 2},
+        "relevance": BOTH_LEGS,
     }
     assert decoded["results"][1]["role"] == "user"
 

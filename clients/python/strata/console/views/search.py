@@ -1,7 +1,8 @@
 """Archival passages and recall messages: lists, add/delete passages, and search with explained scores.
 
-Each hit shows the service's ``Relevance``: ``rrf_score`` and the rank it had in each leg
-(``vector_rank``, ``fts_rank``; absent when that leg did not return it). ListPassages has no tag
+Each hit shows the service's ``Relevance``: ``score`` (what the hits are ordered by), ``rrf_score``
+and the rank it had in each leg (``vector_rank``, ``fts_rank``; absent when that leg did not
+return it). ListPassages has no tag
 filter, so the tag filter of the list applies to the page read; search filters are the service's.
 """
 

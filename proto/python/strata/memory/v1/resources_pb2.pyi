@@ -819,7 +819,7 @@ Global___Passage: _TypeAlias = Passage  # noqa: Y015
 
 @_typing.final
 class Relevance(_message.Message):
-    """How a hit ranked in each search leg (absent ranks: the leg did not return it)."""
+    """How a hit ranked in each search leg (absent ranks and scores: the leg did not return it)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -827,11 +827,25 @@ class Relevance(_message.Message):
     VECTOR_RANK_FIELD_NUMBER: _builtins.int
     FTS_RANK_FIELD_NUMBER: _builtins.int
     SEARCH_MODE_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    VECTOR_SCORE_FIELD_NUMBER: _builtins.int
+    FTS_SCORE_FIELD_NUMBER: _builtins.int
     rrf_score: _builtins.float
+    """Sum over the legs that found the hit of weight / (k + rank), whatever RetrievalService's fusion
+    (RetrievalService's SearchHit.rrf_score).
+    """
     vector_rank: _builtins.int
     fts_rank: _builtins.int
     search_mode: _builtins.str
     """"vector", "fts" or "hybrid"."""
+    score: _builtins.float
+    """The fused score hits are ordered by (RetrievalService's SearchHit.score): under the default
+    fusion a blend of each leg's scores and ranks, under STRATA_RETRIEVAL_FUSION=rrf equal to
+    rrf_score; for a single-leg search, rrf_score; 0 for a newest-first listing (an empty query).
+    """
+    vector_score: _builtins.float
+    """Cosine similarity from the vector leg and BM25 score from the text leg."""
+    fts_score: _builtins.float
     def __init__(
         self,
         *,
@@ -839,18 +853,29 @@ class Relevance(_message.Message):
         vector_rank: _builtins.int | None = ...,
         fts_rank: _builtins.int | None = ...,
         search_mode: _builtins.str = ...,
+        score: _builtins.float = ...,
+        vector_score: _builtins.float | None = ...,
+        fts_score: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_vector_rank", b"_vector_rank", "fts_rank", b"fts_rank", "vector_rank", b"vector_rank"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_fts_score", b"_fts_score", "_vector_rank", b"_vector_rank", "_vector_score", b"_vector_score", "fts_rank", b"fts_rank", "fts_score", b"fts_score", "vector_rank", b"vector_rank", "vector_score", b"vector_score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_vector_rank", b"_vector_rank", "fts_rank", b"fts_rank", "rrf_score", b"rrf_score", "search_mode", b"search_mode", "vector_rank", b"vector_rank"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank", "_fts_score", b"_fts_score", "_vector_rank", b"_vector_rank", "_vector_score", b"_vector_score", "fts_rank", b"fts_rank", "fts_score", b"fts_score", "rrf_score", b"rrf_score", "score", b"score", "search_mode", b"search_mode", "vector_rank", b"vector_rank", "vector_score", b"vector_score"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__fts_rank: _TypeAlias = _typing.Literal["fts_rank"]  # noqa: Y015
     _WhichOneofArgType__fts_rank: _TypeAlias = _typing.Literal["_fts_rank", b"_fts_rank"]  # noqa: Y015
+    _WhichOneofReturnType__fts_score: _TypeAlias = _typing.Literal["fts_score"]  # noqa: Y015
+    _WhichOneofArgType__fts_score: _TypeAlias = _typing.Literal["_fts_score", b"_fts_score"]  # noqa: Y015
     _WhichOneofReturnType__vector_rank: _TypeAlias = _typing.Literal["vector_rank"]  # noqa: Y015
     _WhichOneofArgType__vector_rank: _TypeAlias = _typing.Literal["_vector_rank", b"_vector_rank"]  # noqa: Y015
+    _WhichOneofReturnType__vector_score: _TypeAlias = _typing.Literal["vector_score"]  # noqa: Y015
+    _WhichOneofArgType__vector_score: _TypeAlias = _typing.Literal["_vector_score", b"_vector_score"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__fts_rank) -> _WhichOneofReturnType__fts_rank | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__fts_score) -> _WhichOneofReturnType__fts_score | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__vector_rank) -> _WhichOneofReturnType__vector_rank | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__vector_score) -> _WhichOneofReturnType__vector_score | None: ...
 
 Global___Relevance: _TypeAlias = Relevance  # noqa: Y015

@@ -63,6 +63,7 @@ class Found:
     search_mode: str
     tags: tuple[str, ...] = ()
     role: str = ""
+    score: float = 0.0  # what the hits are ordered by (RetrievalService's fusion)
 
 
 def parse_archival_insert(arguments: str | Mapping[str, Any]) -> ArchivalInsert:
@@ -201,7 +202,11 @@ def _range(
 
 
 def _relevance(found: Found) -> dict[str, Any]:
-    relevance: dict[str, Any] = {"rrf_score": round(found.rrf_score, 6), "search_mode": found.search_mode}
+    relevance: dict[str, Any] = {
+        "score": round(found.score, 6),
+        "rrf_score": round(found.rrf_score, 6),
+        "search_mode": found.search_mode,
+    }
     if found.vector_rank is not None:
         relevance["vector_rank"] = found.vector_rank
     if found.fts_rank is not None:

@@ -57,7 +57,9 @@ class _SearchModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SearchMode
     SEARCH_MODE_FTS: _SearchMode.ValueType  # 2
     """BM25 over the English-stemmed text; the query is plain words, never query syntax."""
     SEARCH_MODE_HYBRID: _SearchMode.ValueType  # 3
-    """Reciprocal Rank Fusion of the vector and full-text legs."""
+    """Both legs fused by the service's fusion (STRATA_RETRIEVAL_FUSION): by default a blend of each
+    leg's scaled scores and of its ranks; Reciprocal Rank Fusion under rrf (SearchHit.score).
+    """
 
 class SearchMode(_SearchMode, metaclass=_SearchModeEnumTypeWrapper): ...
 
@@ -67,7 +69,9 @@ SEARCH_MODE_VECTOR: SearchMode.ValueType  # 1
 SEARCH_MODE_FTS: SearchMode.ValueType  # 2
 """BM25 over the English-stemmed text; the query is plain words, never query syntax."""
 SEARCH_MODE_HYBRID: SearchMode.ValueType  # 3
-"""Reciprocal Rank Fusion of the vector and full-text legs."""
+"""Both legs fused by the service's fusion (STRATA_RETRIEVAL_FUSION): by default a blend of each
+leg's scaled scores and of its ranks; Reciprocal Rank Fusion under rrf (SearchHit.score).
+"""
 Global___SearchMode: _TypeAlias = SearchMode  # noqa: Y015
 
 class _TagMatch:

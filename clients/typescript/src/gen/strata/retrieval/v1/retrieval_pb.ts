@@ -699,7 +699,8 @@ export enum SearchMode {
   FTS = 2,
 
   /**
-   * Reciprocal Rank Fusion of the vector and full-text legs.
+   * Both legs fused by the service's fusion (STRATA_RETRIEVAL_FUSION): by default a blend of each
+   * leg's scaled scores and of its ranks; Reciprocal Rank Fusion under rrf (SearchHit.score).
    *
    * @generated from enum value: SEARCH_MODE_HYBRID = 3;
    */

@@ -68,13 +68,31 @@ MUTMUT = Path(sys.executable).parent / "mutmut"
 COPIED = ("bench", "docs", "proto", "scripts")  # besides tests/, copied into mutmut's folder
 
 
-ORDER_PLUGIN = '''"""Run the tests mutmut selected for a mutant fastest first (by its stats run's durations).
+ORDER_PLUGIN = '''"""Run the tests mutmut selected for a mutant fastest first (by its stats run's durations),
+and give every pytest session in one process the same test ids.
 
 mutmut hands pytest the covering tests in set order and stops at the first failure (-x), so a
 mutant the quick exact tests kill need not wait for a slow property test ahead of them.
+
+mutmut runs several pytest sessions in one process (the stats run, its fork server's collection,
+each mutant's run in a fork of it). pytest keeps the ids it generated for a ``parametrize(...,
+ids=...)`` on the mark itself and reuses them in the next session as if given, escaping them again:
+an id holding a backslash or a non-ASCII character (a label with a zero-width space) gains a
+backslash per session, so the ids mutmut recorded are "not found" (pytest exit 4, which mutmut
+records as 255: the mutant's tests never ran). Forgetting the kept ids before each function is
+parametrized makes every session generate them afresh, as the first did.
 """
 import json
 from pathlib import Path
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc):
+    for mark in metafunc.definition.iter_markers(name="parametrize"):
+        if mark._param_ids_from is not None:
+            object.__setattr__(mark._param_ids_from, "_param_ids_generated", None)
 
 
 def pytest_collection_modifyitems(items):

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from scripts.mutation import MUTMUT, RESULTS, ROOT, STAGING, results_lock
+from scripts.mutation_results import applied_kills, outcomes
 from scripts.mutation_targets import TARGETS
 
 
@@ -126,7 +127,8 @@ def record(target: str, tests: str, verdicts: dict[str, str]) -> None:
             "tests": commands,
             "command": "python -m scripts.mutation_apply TARGET TESTS NAME... --record",
         }
-        killed = run["killed"] + sum(v == "killed" for v in applied.values())
+        codes = {name: code for found in outcomes(STAGING / target).values() for name, code in found.items()}
+        killed = run["killed"] + applied_kills(applied, codes)
         run["kill_rate_applied"] = round(killed / run["total"], 4) if run["total"] else 0.0
         path.write_text(json.dumps(report, indent=2) + "\n")
 

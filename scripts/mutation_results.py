@@ -106,7 +106,8 @@ def merge_report(
     earlier = old_runs.get(target.name, {})
     if "applied_by_hand" in earlier and "applied_by_hand" not in summary:  # scripts/mutation_apply.py's
         applied = earlier["applied_by_hand"]
-        killed = int(str(summary["killed"])) + sum(v == "killed" for v in applied["verdicts"].values())
+        codes = {name: code for found in by_module.values() for name, code in found.items()}
+        killed = int(str(summary["killed"])) + applied_kills(applied["verdicts"], codes)
         total = int(str(summary["total"]))
         summary = summary | {
             "applied_by_hand": applied,
@@ -119,6 +120,15 @@ def merge_report(
     report["by_module"] = dict(sorted(modules.items()))
     report["runs"] = dict(sorted(runs.items()))
     return report
+
+
+def applied_kills(verdicts: dict[str, str], codes: dict[str, int]) -> int:
+    """How many mutants of a run the tests killed when applied by hand that the run did not kill
+    itself (a mutant killed both ways counts once; one the run does not hold, not at all)."""
+    return sum(
+        verdict == "killed" and name in codes and codes[name] not in KILLED
+        for name, verdict in verdicts.items()
+    )
 
 
 def merge_survivors(existing: str, target: Target, found: list[str]) -> str:

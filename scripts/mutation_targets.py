@@ -89,6 +89,7 @@ TARGETS = (
             "tests/memory/store",
             "tests/memory/integration",
             "tests/memory/operations",
+            "tests/memory/indexing/test_outbox_retries.py",  # parked jobs: listed and retried (index_jobs)
             "tests/system/test_move_to_postgres.py",
             "tests/system/test_purge.py",
             "tests/system/test_purge_reach.py",

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import cast
 
 from scripts.mutation_results import (
+    applied_kills,
     merge_report,
     merge_survivors,
     not_checked,
@@ -97,14 +98,19 @@ def test_wilson_interval() -> None:
 
 
 def test_verdicts_applied_by_hand_are_kept_by_the_next_merge() -> None:
-    applied = {"verdicts": {"m1": "killed", "m2": "survived"}, "tests": ["t.py"], "command": "c"}
+    applied = {"verdicts": {"b": "killed", "c": "survived"}, "tests": ["t.py"], "command": "c"}
     existing: dict[str, object] = {"by_module": {}, "runs": {"memory-domain": {"applied_by_hand": applied}}}
-    report = merge_report(
-        existing, DOMAIN, {"strata_memory/domain/x.py": {"a": 1, "b": 0}}, dict(tally({"a": 1, "b": 0}))
-    )
+    codes = {"a": 1, "b": 0, "c": 0}
+    report = merge_report(existing, DOMAIN, {"strata_memory/domain/x.py": codes}, dict(tally(codes)))
     run = cast("dict[str, object]", cast("dict[str, object]", report["runs"])["memory-domain"])
     assert run["applied_by_hand"] == applied
-    assert run["kill_rate_applied"] == 1.0
+    assert run["kill_rate_applied"] == round(2 / 3, 4)
+
+
+def test_a_mutant_killed_by_the_run_and_by_hand_counts_once() -> None:
+    # a rerun's tests now kill what was applied by hand before; a verdict for a mutant the run does
+    # not hold (another sample) counts for nothing
+    assert applied_kills({"a": "killed", "b": "killed", "z": "killed"}, {"a": 1, "b": 0}) == 1
 
 
 def test_mutants_without_a_result_are_what_a_resumed_run_checks(tmp_path: Path) -> None:

@@ -1,0 +1,52 @@
+"""The plugin ``make mutation`` loads into every pytest session (scripts/mutation.py's ORDER_PLUGIN):
+a parametrized test whose ids pytest escapes keeps the same ids in every session of one process, as
+mutmut's stats run, fork server and mutant runs share one; without it the second session's ids are
+escaped twice and the recorded ids are "not found" (pytest exit 4, mutmut's 255).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from scripts.mutation import ORDER_PLUGIN
+
+ESCAPED_IDS = """
+import pytest
+
+
+@pytest.mark.parametrize("label", ["hu\\u200bman", "back\\\\slash"], ids=lambda label: label)
+def test_label(label):
+    assert label
+"""
+
+SESSIONS = """
+import sys
+import pytest
+
+plugins = sys.argv[1:]
+selected = "test_labels.py::test_label[hu\\\\u200bman]"
+for _ in range(3):
+    code = pytest.main(["-q", "-p", "no:cacheprovider", *plugins, selected])
+    print("exit", int(code))
+"""
+
+
+def _exit_codes(folder: Path, *plugins: str) -> list[str]:
+    run = subprocess.run(
+        [sys.executable, "-c", SESSIONS, *plugins],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return [line for line in run.stdout.splitlines() if line.startswith("exit")]
+
+
+def test_an_escaped_id_selects_its_test_in_every_session_of_one_process(tmp_path: Path) -> None:
+    (tmp_path / "test_labels.py").write_text(ESCAPED_IDS)
+    (tmp_path / "mutation_order.py").write_text(ORDER_PLUGIN)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    assert _exit_codes(tmp_path, "-p", "mutation_order") == ["exit 0"] * 3
+    assert _exit_codes(tmp_path) == ["exit 0", "exit 4", "exit 4"]  # pytest alone: the ids drift

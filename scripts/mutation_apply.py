@@ -128,7 +128,10 @@ def record(target: str, tests: str, verdicts: dict[str, str]) -> None:
             "command": "python -m scripts.mutation_apply TARGET TESTS NAME... --record",
         }
         codes = {name: code for found in outcomes(STAGING / target).values() for name, code in found.items()}
-        killed = run["killed"] + applied_kills(applied, codes)
+        # without the run's own results here (a staging folder generated afresh), each verdict is
+        # taken to be of a mutant the run did not kill, as this is used
+        kills = applied_kills(applied, codes) if codes else sum(v == "killed" for v in applied.values())
+        killed = run["killed"] + kills
         run["kill_rate_applied"] = round(killed / run["total"], 4) if run["total"] else 0.0
         path.write_text(json.dumps(report, indent=2) + "\n")
 

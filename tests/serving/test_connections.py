@@ -1,10 +1,12 @@
 """Connection hygiene through real servers: raw TCP connections that never speak HTTP/2 are closed
 after the handshake timeout, the connection cap closes extra connections at accept, and a server
-whose descriptors were filled by such connections serves a new client again once they are closed."""
+whose descriptors were filled by such connections serves a new client again once they are closed.
+The descriptor limit is raised to the hard limit where the OS allows it (a refusal injected)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import resource
 import socket
@@ -18,7 +20,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from strata_serving.connections import DESCRIPTOR_RESERVE, MIN_CONNECTIONS, connection_cap
+from strata_serving.connections import (
+    DESCRIPTOR_RESERVE,
+    MIN_CONNECTIONS,
+    connection_cap,
+    raise_descriptor_limit,
+)
 from strata_serving.server import GrpcServer
 from strata_serving.settings import ServingSettings
 
@@ -100,6 +107,29 @@ def test_the_cap_keeps_a_reserve_of_descriptors() -> None:
     assert connection_cap(1024, None) == 1024 - DESCRIPTOR_RESERVE
     assert connection_cap(100, None) == MIN_CONNECTIONS
     assert connection_cap(1024, 50) == 50
+
+
+def test_the_descriptor_limit_is_raised_to_the_hard_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    raised: list[tuple[int, tuple[int, int]]] = []
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 4096))
+    monkeypatch.setattr(resource, "setrlimit", lambda which, limits: raised.append((which, limits)))
+    assert raise_descriptor_limit() == 4096
+    assert raised == [(resource.RLIMIT_NOFILE, (4096, 4096))]
+
+
+def test_a_descriptor_limit_the_os_will_not_raise_is_kept_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(which: int, limits: tuple[int, int]) -> None:
+        raise OSError("operation not permitted")  # a container without CAP_SYS_RESOURCE, say
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 4096))
+    monkeypatch.setattr(resource, "setrlimit", refuse)
+    with caplog.at_level(logging.WARNING, logger="strata.server"):
+        assert raise_descriptor_limit() == 1024
+    assert [record.getMessage() for record in caplog.records] == [
+        "could not raise the descriptor limit from 1024 to 4096"
+    ]
 
 
 _SERVER = textwrap.dedent(

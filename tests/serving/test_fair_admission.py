@@ -44,8 +44,9 @@ class Backend:
     async def watch(
         self, request: StringValue, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[StringValue]:
+        caller = dict(context.invocation_metadata() or ())["x-strata-tenant"]
         for i in range(3):
-            yield StringValue(value=f"{request.value} {i}")
+            yield StringValue(value=f"{request.value} {i} for {caller}")
 
 
 @pytest.fixture
@@ -160,7 +161,7 @@ async def test_a_streamed_response_is_admitted_and_delivered(
     async with grpc.aio.insecure_channel(server.address) as channel:
         watch = channel.unary_stream(STREAM, StringValue.SerializeToString, StringValue.FromString)
         replies = [reply.value async for reply in watch(StringValue(value="w"), metadata=_tenant("a"))]
-    assert replies == ["w 0", "w 1", "w 2"]
+    assert replies == ["w 0 for a", "w 1 for a", "w 2 for a"]  # the handler has its call's context
     assert admission.pools["searches"].running("a") == 0
 
 

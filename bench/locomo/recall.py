@@ -21,8 +21,8 @@ Run: ``make bench-locomo`` (``python -m bench.locomo.recall``). Steps, each boun
    questions in which MemoryService reads a period (``recall_query_periods``) searched as served
    and with that reading overridden by a caller's range covering every session.
 5. Latency: hybrid ``SearchMessages`` (limit 10) against a direct RetrievalService ``Search`` with the
-   same request, interleaved (its text with a space appended, so it does not reuse the query vector
-   SearchMessages just had embedded).
+   same request, interleaved, each with a text not asked before (one or two spaces appended), so
+   neither reuses a query vector kept from an earlier search.
 
 Questions that name no evidence turn are excluded from scoring (counted). Results are printed and
 written to ``bench/results/locomo_recall.json`` and ``bench/LOCOMO.md``.
@@ -49,8 +49,9 @@ from bench.locomo.selection import (
     Ranks,
     Setting,
     evidence_ranks,
-    fuse,
+    fuse_scored,
     scored,
+    served_fusion,
     table,
 )
 from bench.locomo.services import (
@@ -63,6 +64,7 @@ from bench.locomo.services import (
     load_questions,
     message_filter,
     search,
+    search_leg,
     start_services,
 )
 from bench.perf.serve import bench_precision
@@ -72,6 +74,7 @@ from strata.retrieval.v1 import retrieval_pb2 as rpb
 from strata_memory.indexing import documents
 from strata_memory.settings import MemorySettings
 from strata_retrieval.embedding.onnx_embedder import OnnxSentenceEmbedder
+from strata_retrieval.model import Fusion
 
 RESULTS = Path(__file__).parents[1] / "results"
 LIMIT = 20
@@ -89,7 +92,12 @@ DIRECT_CHECKS = [(1.0, 60.0, 20), (0.25, 30.0, 50)]
 def served_setting(context: str) -> Setting:
     s = MemorySettings()
     return Setting(
-        context, s.recall_vector_weight, s.recall_rrf_k, s.recall_candidate_depth, s.recall_fts_weight
+        context,
+        s.recall_vector_weight,
+        s.recall_rrf_k,
+        s.recall_candidate_depth,
+        s.recall_fts_weight,
+        method=served_fusion().method.value,
     )
 
 
@@ -137,7 +145,7 @@ async def run_index(
             run = IndexRun(label, corpora, {"vector": {}, "fts": {}}, time.perf_counter() - started)
             for q in questions:
                 for leg in ("vector", "fts"):
-                    run.legs[leg][q.key] = await search(
+                    run.legs[leg][q.key] = await search_leg(
                         stub, corpora[q.conv].agent_id, q.text, leg, LEG_LIMIT
                     )
             if served is not None:
@@ -160,17 +168,21 @@ async def fusion_checks(
     for q in questions:
         got = await search(services.stub, run.corpora[q.conv].agent_id, q.text, "hybrid", LIMIT)
         run.served_ranks[q.key] = evidence_ranks(q, [run.corpora[q.conv].dia_of[i] for i in got])
-        same += fuse(run.legs["vector"][q.key], run.legs["fts"][q.key], served)[:LIMIT] == got
+        same += fuse_scored(run.legs["vector"][q.key], run.legs["fts"][q.key], served)[:LIMIT] == got
     checks["served_hybrid"] = {
         "setting": served.as_dict(),
         "questions": len(questions),
         "identical_top20": same,
     }
     direct = []
+    # MemoryService searches a question naming a period within it (recall_query_periods); a direct
+    # Search has no such window, so those questions are left out of this comparison
+    periods = BENCH_SETTINGS.get("recall_query_periods", MemorySettings().recall_query_periods)
+    plain = [q for q in questions if not (periods and locomo_temporal.names_a_period(q))]
     for weight, k, depth in DIRECT_CHECKS:
-        setting = Setting(served.context, weight, k, depth)
+        setting = Setting(served.context, weight, k, depth, method=served.method)
         same = 0
-        for q in questions:
+        for q in plain:
             response = await services.retrieval_stub.Search(
                 rpb.SearchRequest(
                     query=q.text,
@@ -185,8 +197,15 @@ async def fusion_checks(
                 )
             )
             got = [hit.document.id for hit in response.hits]
-            same += fuse(run.legs["vector"][q.key], run.legs["fts"][q.key], setting)[:LIMIT] == got
-        direct.append({"setting": setting.as_dict(), "questions": len(questions), "identical_top20": same})
+            same += fuse_scored(run.legs["vector"][q.key], run.legs["fts"][q.key], setting)[:LIMIT] == got
+        direct.append(
+            {
+                "setting": setting.as_dict(),
+                "questions": len(plain),
+                "left_out_naming_a_period": len(questions) - len(plain),
+                "identical_top20": same,
+            }
+        )
     checks["direct_search"] = direct
     return checks
 
@@ -221,7 +240,9 @@ async def tool_check(
 async def latency(
     services: Services, corpora: Mapping[str, Corpus], questions: Sequence[Question]
 ) -> dict[str, Any]:
-    """Hybrid SearchMessages (limit 10) vs a direct RetrievalService Search with the same request."""
+    """Hybrid SearchMessages (limit 10) vs a direct RetrievalService Search with the same request, each
+    with a text not asked before (the question with one or two spaces appended: the same words, but
+    no query vector kept from the legs' searches), so both pay for embedding the query."""
     stub, direct = services.stub, services.retrieval_stub
     step = max(1, len(questions) // LATENCY_QUERIES)
     sample = list(questions)[::step][:LATENCY_QUERIES]
@@ -231,10 +252,10 @@ async def latency(
     for i, q in enumerate(sample + sample[:10]):  # the first 10 warm up
         corpus = corpora[q.conv]
         memory_request = mpb.SearchMessagesRequest(
-            agent_id=corpus.agent_id, query=q.text, mode=mpb.SEARCH_MODE_HYBRID, limit=10
+            agent_id=corpus.agent_id, query=f"{q.text}  ", mode=mpb.SEARCH_MODE_HYBRID, limit=10
         )
         direct_request = rpb.SearchRequest(
-            query=f"{q.text} ",  # the same tokens, but not the text just asked: its vector is not reused
+            query=f"{q.text} ",
             mode=rpb.SEARCH_MODE_HYBRID,
             filter=message_filter(corpus.agent_id),
             top_k=10,
@@ -273,12 +294,21 @@ def percentile(values: Sequence[float], p: float) -> float:
 # ---------------------------------------------------------------------------- the grid
 
 
-def leg_in(run: IndexRun, into: IndexRun, leg: str, key: tuple[str, int]) -> list[str]:
-    """``run``'s ranking of ``leg`` for a question, as message ids of ``into`` (same turns)."""
+def leg_in(run: IndexRun, into: IndexRun, leg: str, key: tuple[str, int]) -> list[tuple[str, float]]:
+    """``run``'s ranking of ``leg`` for a question, with message ids of ``into`` (same turns)."""
     if run is into:
         return run.legs[leg][key]
     dia_of, id_of = run.corpora[key[0]].dia_of, into.corpora[key[0]].id_of
-    return [id_of[dia_of[i]] for i in run.legs[leg][key]]
+    return [(id_of[dia_of[i]], score) for i, score in run.legs[leg][key]]
+
+
+def grid_settings(mode: str) -> list[Setting]:
+    """Every fusion the grid tries for one context mode: RRF over vector weight x k x depth, and the
+    service's blend (its own alpha and rank k) over vector weight x depth."""
+    rrf = [Setting(mode, w, k, depth) for w in VECTOR_WEIGHTS for k in RRF_KS for depth in DEPTHS]
+    k = MemorySettings().recall_rrf_k  # under the blend k sets only each hit's rrf_score
+    blend = Fusion.BLEND.value
+    return rrf + [Setting(mode, w, k, depth, method=blend) for w in VECTOR_WEIGHTS for depth in DEPTHS]
 
 
 def grid_ranks(
@@ -292,19 +322,16 @@ def grid_ranks(
         vrun, frun = runs[vector_from], runs[fts_from]
         legs = {q.key: (vrun.legs["vector"][q.key], leg_in(frun, vrun, "fts", q.key)) for q in questions}
         dia_of = {conv: c.dia_of for conv, c in vrun.corpora.items()}
-        for weight in VECTOR_WEIGHTS:
-            for k in RRF_KS:
-                for depth in DEPTHS:
-                    setting = Setting(mode, weight, k, depth)
-                    out[setting] = {
-                        q.key: evidence_ranks(
-                            q, [dia_of[q.conv][i] for i in fuse(*legs[q.key], setting)[:LIMIT]]
-                        )
-                        for q in questions
-                    }
+        for setting in grid_settings(mode):
+            out[setting] = {
+                q.key: evidence_ranks(
+                    q, [dia_of[q.conv][i] for i in fuse_scored(*legs[q.key], setting)[:LIMIT]]
+                )
+                for q in questions
+            }
     alone = {
         f"{leg} leg, {'with' if with_context else 'without'} context": {
-            q.key: evidence_ranks(q, [run.corpora[q.conv].dia_of[i] for i in run.legs[leg][q.key]])
+            q.key: evidence_ranks(q, [run.corpora[q.conv].dia_of[i] for i, _ in run.legs[leg][q.key]])
             for q in questions
         }
         for leg, source in (("vector", 0), ("fts", 1))
@@ -389,7 +416,7 @@ async def run(*, dated: bool) -> dict[str, Any]:
             plain_run=served_run,
             dated_run=dated_run,
             setting=served,
-            fuse=fuse,
+            fuse=fuse_scored,
             evidence_ranks=evidence_ranks,
         )
     result = locomo_report.assemble(

@@ -119,7 +119,9 @@ def _cells(row: Mapping[str, Any], metrics: Sequence[str] = METRICS) -> str:
 
 
 def _setting(s: Mapping[str, Any]) -> str:
-    return f"{s['context']}, w_vec {s['vector_weight']:g}, k {s['rrf_k']:g}, depth {s['depth']}"
+    method = s.get("method", "rrf")  # results written before the blend name no method: RRF
+    k = f", k {s['rrf_k']:g}" if method == "rrf" else ""
+    return f"{s['context']}, {method}, w_vec {s['vector_weight']:g}{k}, depth {s['depth']}"
 
 
 def print_summary(result: Mapping[str, Any]) -> None:
@@ -189,6 +191,11 @@ def markdown(result: Mapping[str, Any]) -> str:
         "RetrievalService `Search`: "
         + "; ".join(
             f"{_setting(c['setting'])}: {c['identical_top20']}/{c['questions']}"
+            + (
+                f" ({c['left_out_naming_a_period']} naming a period left out: searched within it)"
+                if c.get("left_out_naming_a_period")
+                else ""
+            )
             for c in checks["direct_search"]
         )
         + f". `conversation_search` = `SearchMessages`: {checks['conversation_search']['identical_top10']}/"
@@ -264,12 +271,14 @@ def markdown(result: Mapping[str, Any]) -> str:
         "",
         "## Grid (every setting, pooled over all conversations; best any@10 first, top 25)",
         "",
-        "| context | w_vec | k | depth | " + " | ".join(METRICS) + " |",
-        "|---|---:|---:|---:|" + "---:|" * len(METRICS),
+        "| context | fusion | w_vec | k | depth | " + " | ".join(METRICS) + " |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(METRICS),
     ]
     for row in sorted(result["grid"], key=lambda r: (-r["any@10"], -sum(r[m] for m in METRICS)))[:25]:
+        method = row.get("method", "rrf")
+        k = f"{row['rrf_k']:g}" if method == "rrf" else "-"
         lines.append(
-            f"| {row['context']} | {row['vector_weight']:g} | {row['rrf_k']:g} | {row['depth']} | "
+            f"| {row['context']} | {method} | {row['vector_weight']:g} | {k} | {row['depth']} | "
             f"{_cells(row)} |"
         )
     return "\n".join(lines) + "\n"

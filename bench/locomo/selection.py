@@ -1,9 +1,11 @@
 """Scoring and leave-one-conversation-out selection for the LoCoMo benchmark (bench/locomo/recall.py).
 
-Fusion here is RetrievalService's own: :func:`strata_retrieval.fusion.rrf` over the two legs' rankings
-of message ids (each cut to the setting's depth), ordered as the engine orders hits (score, then
-document id). The benchmark counts how often this reproduces the served hybrid top 20; it must be
-every question.
+Fusion here is RetrievalService's own: :func:`fuse` is :func:`strata_retrieval.fusion.rrf` over the
+two legs' rankings of message ids (each cut to the setting's depth), ordered as the engine orders hits
+(score, then document id); :func:`fuse_scored` is :func:`strata_retrieval.fusion.fuse` over the legs'
+(id, score) candidates under the setting's method: RRF, or the blend the service serves by default
+(its alpha and rank k as RetrievalSettings has them). The benchmark counts how often this reproduces
+the served hybrid top 20; it must be every question.
 
 A question is scored only when it names evidence turns; the others are counted and excluded.
 "Any" at k: at least one evidence turn in the top k; "all": every one.
@@ -15,10 +17,14 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from strata_retrieval.engine import FTS, VECTOR
-from strata_retrieval.fusion import rrf
+from strata_retrieval.fusion import FusionSetting, rrf
+from strata_retrieval.fusion import fuse as service_fuse
+from strata_retrieval.model import Fusion
+from strata_retrieval.settings import RetrievalSettings
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20)
@@ -50,16 +56,18 @@ class Setting:
     rrf_k: float
     depth: int
     fts_weight: float = 1.0
+    method: str = "rrf"  # a strata_retrieval.model.Fusion value; rrf_k orders hits only under "rrf"
 
     def label(self) -> str:
         return (
-            f"context={self.context} w_vec={self.vector_weight:g} w_fts={self.fts_weight:g} "
+            f"context={self.context} {self.method} w_vec={self.vector_weight:g} w_fts={self.fts_weight:g} "
             f"k={self.rrf_k:g} depth={self.depth}"
         )
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "context": self.context,
+            "method": self.method,
             "vector_weight": self.vector_weight,
             "fts_weight": self.fts_weight,
             "rrf_k": self.rrf_k,
@@ -75,6 +83,31 @@ def fuse(vector: Sequence[str], fts: Sequence[str], setting: Setting) -> list[st
         weights={VECTOR: setting.vector_weight, FTS: setting.fts_weight},
     )
     return [entry.key for entry in sorted(fused, key=lambda entry: (-entry.score, entry.key))]
+
+
+Leg = Sequence[tuple[str, float]]
+"""One leg's candidates, best first: (message id, the leg's own score: cosine or BM25)."""
+
+
+@cache
+def served_fusion() -> FusionSetting:
+    """RetrievalService's fusion as its settings (environment included) have it."""
+    return RetrievalSettings().fusion_setting
+
+
+def fuse_scored(vector: Leg, fts: Leg, setting: Setting) -> list[str]:
+    """The hybrid ranking RetrievalService serves for these candidates under ``setting``, whatever its
+    method (ids, best first)."""
+    if setting.method == Fusion.RRF:
+        return fuse([key for key, _ in vector], [key for key, _ in fts], setting)
+    served = served_fusion()
+    fused, _ = service_fuse(
+        {VECTOR: list(vector[: setting.depth]), FTS: list(fts[: setting.depth])},
+        FusionSetting(Fusion(setting.method), alpha=served.alpha, rank_k=served.rank_k),
+        rrf_k=setting.rrf_k,
+        weights={VECTOR: setting.vector_weight, FTS: setting.fts_weight},
+    )
+    return fused.keys
 
 
 @dataclass(frozen=True)

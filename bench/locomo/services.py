@@ -160,6 +160,17 @@ async def search(
     return [hit.message.id for hit in response.hits]
 
 
+async def search_leg(
+    stub: MemoryStub, agent_id: str, query: str, leg: str, limit: int
+) -> list[tuple[str, float]]:
+    """One leg's ranking through SearchMessages (``leg`` "vector" or "fts"): (message id, the leg's own
+    score), what a local fusion needs to reproduce the service's."""
+    request = mpb.SearchMessagesRequest(agent_id=agent_id, query=query, mode=MODES[leg], limit=limit)
+    response = await stub.SearchMessages(request)
+    own = "vector_score" if leg == "vector" else "fts_score"
+    return [(hit.message.id, getattr(hit.relevance, own)) for hit in response.hits]
+
+
 def message_filter(agent_id: str) -> rpb.DocumentFilter:
     return rpb.DocumentFilter(tenant_id=TENANT, agent_ids=[agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE])
 
@@ -170,7 +181,7 @@ class IndexRun:
 
     label: str
     corpora: dict[str, Corpus]
-    legs: dict[str, dict[tuple[str, int], list[str]]]  # leg -> question -> message ids, best first
+    legs: dict[str, dict[tuple[str, int], list[tuple[str, float]]]]  # leg -> question -> (id, score)
     index_seconds: float
     checks: dict[str, Any] = field(default_factory=dict)
     served_ranks: dict[tuple[str, int], Ranks] = field(default_factory=dict)  # hybrid SearchMessages

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from bench.locomo.selection import CATEGORIES, METRICS, Question, Ranks, Setting, table
+from bench.locomo.selection import CATEGORIES, METRICS, Leg, Question, Ranks, Setting, table
 from strata.client.async_stubs import MemoryStub
 from strata_memory.indexing.time_phrases import named_period
 from strata_memory.operations.search import QUERY_PERIOD_AFTER
@@ -38,6 +38,12 @@ def _stamp(when: datetime) -> Timestamp:
     return stamp
 
 
+def names_a_period(question: Question) -> bool:
+    """Whether MemoryService reads a period in the question (searched within it when
+    ``recall_query_periods`` is on)."""
+    return named_period(question.text) is not None
+
+
 def asks_when(question: Question) -> bool:
     return question.text.strip().lower().startswith("when")
 
@@ -46,7 +52,7 @@ async def date_filters(
     stub: MemoryStub,
     corpora: Mapping[str, Corpus],
     questions: Sequence[Question],
-    legs: Mapping[str, Mapping[tuple[str, int], Sequence[str]]],
+    legs: Mapping[str, Mapping[tuple[str, int], Leg]],
 ) -> dict[str, Any]:
     """Hybrid recall of the questions naming a period, with the served reading and without it."""
     from bench.locomo.selection import evidence_ranks
@@ -80,7 +86,7 @@ def dated_text(
     plain_run: IndexRun,
     dated_run: IndexRun,
     setting: Setting,
-    fuse: Callable[[Sequence[str], Sequence[str], Setting], list[str]],
+    fuse: Callable[[Leg, Leg, Setting], list[str]],
     evidence_ranks: Callable[[Question, Sequence[str]], Ranks],
 ) -> dict[str, Any]:
     """Recall under ``setting`` with and without the session date in the indexed text."""

@@ -97,11 +97,14 @@ def write() -> None:
                 f"{m['any@20']} | {m['all@10']} |"
             )
     if check:
+        # lab.py's check of the served default; an older file holds the check of fusion=dbsf
+        default = "served_default_top20_equal_to_local" in check
+        served = "at its default fusion" if default else "with `fusion=dbsf`"
+        same = check.get("served_default_top20_equal_to_local", check.get("served_dbsf_top20_equal_to_local"))
         lines += [
             "",
-            f"An engine started with `fusion=dbsf` served the same top 20 as this fusion for "
-            f"{check.get('served_dbsf_top20_equal_to_local', check.get('served_default_top20_equal_to_local'))}"  # noqa: E501
-            f"/{check['questions']} questions.",
+            f"An engine started {served} served the same top 20 as this fusion for "
+            f"{same}/{check['questions']} questions.",
         ]
     lines += ["", "## SciFact nDCG@10 over each grid (sensitivity, not a choice)", ""]
     lines += ["| setting | RRF k 60 | DBSF |", "|---|---:|---:|"]

@@ -345,6 +345,7 @@ async def test_reindexing_every_tenant_needs_the_admin_key(channel: grpc.aio.Cha
         async for _ in stub.Reindex(everyone, metadata=bearer(acme)):
             pass
     assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert refused.value.details() == "all_tenants needs the admin key"
     progress = [p async for p in stub.Reindex(everyone, metadata=bearer(ADMIN_KEY))]
     assert progress[-1].done
     own = [p async for p in stub.Reindex(api.ReindexRequest(), metadata=bearer(acme))]

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from strata_memory.settings import MemorySettings
 from strata_retrieval.settings import RetrievalSettings
 from strata_serving.auth import Principal, PrincipalKind, StaticKey
-from strata_serving.key_strength import key_weakness
+from strata_serving.key_strength import MIN_KEY_BITS, estimated_bits, key_weakness
 from tests.security.conftest import ADMIN_KEY, SERVICE_KEY
 
 # What deploy/kubernetes/secrets.yaml shipped before the key rule, and what docs show as placeholders.
@@ -47,6 +47,13 @@ def test_placeholder_and_weak_keys_are_refused_by_every_setting(key: str) -> Non
         RetrievalSettings(qdrant_api_key=key)
     with pytest.raises(ValueError, match="openssl rand -hex 24"):
         StaticKey(key, Principal(PrincipalKind.ADMIN, key_id="admin"))
+
+
+def test_a_key_of_exactly_the_minimum_bits_passes() -> None:
+    key = "ab0Zb0aZ0Zab" + "Z0ba0aZbb0aZ" + "0bZa" * 4  # 4 characters, 10 each: 40 x 2 bits
+    assert estimated_bits(key) == MIN_KEY_BITS
+    assert key_weakness(key) is None
+    assert key_weakness(key[:-1] + "Z") is not None  # one repeat more: below the minimum
 
 
 def test_generated_keys_and_the_suites_keys_pass() -> None:

@@ -1,5 +1,5 @@
-"""Log lines carry the request and trace ids; JSON off a terminal, a console form on one; the
-embedder's third-party chatter is dropped."""
+"""Log lines carry the request and trace ids and a call's fields; JSON off a terminal, a console form
+on one; the embedder's third-party chatter is dropped by the handler the services install."""
 
 from __future__ import annotations
 
@@ -77,6 +77,30 @@ def test_onnxruntime_chatter_is_dropped_but_its_errors_are_kept() -> None:
     assert not quiet.filter(record(noisy, logging.WARNING))
     assert quiet.filter(record(noisy, logging.ERROR))
     assert quiet.filter(record("/app/strata_retrieval/main.py", logging.INFO))
+
+
+def test_a_json_line_carries_the_calls_fields_as_logged() -> None:
+    record = logging.LogRecord("strata.rpc", logging.INFO, "rpc.py", 1, "call", None, None)
+    record.rpc_method, record.rpc_code, record.elapsed_ms = "/strata.x/Get", "OK", 1.5
+    entry = json.loads(JsonFormatter().format(record))
+    assert (entry["rpc_method"], entry["rpc_code"], entry["elapsed_ms"]) == ("/strata.x/Get", "OK", 1.5)
+    assert "deadline_ms" not in entry  # only the fields a line has
+
+
+def test_the_installed_handler_drops_onnxruntime_chatter(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    level = root.level
+    try:
+        configure_logging("INFO", json_lines=True)
+        noisy = "/venv/lib/python3.11/site-packages/onnxruntime/quantization/quantize.py"
+        for pathname, message in ((noisy, "quantising"), ("/app/strata_retrieval/main.py", "started")):
+            root.handle(logging.LogRecord("root", logging.WARNING, pathname, 1, message, None, None))
+    finally:
+        root.setLevel(level)
+    assert [json.loads(line)["msg"] for line in stream.getvalue().splitlines()] == ["started"]
 
 
 class _Terminal(io.StringIO):

@@ -3,6 +3,7 @@ interface, so anyone who could reach the machine could read the service's figure
 
 from __future__ import annotations
 
+import logging
 import urllib.request
 
 import pytest
@@ -26,5 +27,16 @@ def test_a_named_host_is_bound_as_named() -> None:
     endpoint = serve_metrics(CollectorRegistry(), "0.0.0.0:0")
     try:
         assert endpoint.server.server_address[0] == "0.0.0.0"
+    finally:
+        endpoint.close()
+
+
+def test_the_address_served_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="strata.metrics"):
+        endpoint = serve_metrics(CollectorRegistry(), "127.0.0.1:0")
+    try:
+        assert [r.getMessage() for r in caplog.records] == [
+            f"metrics on http://127.0.0.1:{endpoint.port}/metrics"
+        ]
     finally:
         endpoint.close()

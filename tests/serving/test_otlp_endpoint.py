@@ -60,5 +60,9 @@ def test_a_plaintext_collector_gets_the_spans(collector: tuple[Collector, int], 
 
 
 def test_a_scheme_it_cannot_use_is_refused_at_start_up() -> None:
-    with pytest.raises(ValueError, match=r"STRATA_\*_OTLP_ENDPOINT"):
+    with pytest.raises(ValueError, match=r"STRATA_\*_OTLP_ENDPOINT") as refused:
         otlp_exporter("ftp://collector:4317")
+    assert str(refused.value) == (
+        "STRATA_*_OTLP_ENDPOINT 'ftp://collector:4317': write host:port or http://host:port (plaintext) "
+        "or https://host:port (TLS)"
+    )

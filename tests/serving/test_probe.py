@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,6 +46,25 @@ def test_returns_once_the_server_reports_serving(
     servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     wait_until_serving(address, child, within=10)
     assert serving(address)
+
+
+def test_a_named_service_is_probed_by_its_own_status(
+    health_server: tuple[str, health.HealthServicer],
+) -> None:
+    address, servicer = health_server
+    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    servicer.set("strata.memory.v1.MemoryService", health_pb2.HealthCheckResponse.NOT_SERVING)
+    assert serving(address)
+    assert not serving(address, "strata.memory.v1.MemoryService")
+    servicer.set("strata.memory.v1.MemoryService", health_pb2.HealthCheckResponse.SERVING)
+    assert serving(address, "strata.memory.v1.MemoryService")
+
+
+def test_a_listener_that_never_answers_is_not_serving_once_the_timeout_passes() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never speaks HTTP/2
+        started = time.monotonic()
+        assert not serving(f"127.0.0.1:{silent.getsockname()[1]}", timeout=0.5)
+    assert time.monotonic() - started < 10
 
 
 def test_a_server_not_serving_times_out(

@@ -1,4 +1,5 @@
-"""The access log records the status the client saw: DEADLINE_EXCEEDED and CANCELLED, not OK."""
+"""The access log records the status the client saw: DEADLINE_EXCEEDED and CANCELLED, not OK; and OK
+for a call that finished within its deadline, however little of it was left."""
 
 from __future__ import annotations
 
@@ -66,6 +67,16 @@ async def test_a_call_past_its_deadline_is_logged_deadline_exceeded(
             await channel.unary_unary(f"/{SERVICE}/Slow", None, None)(b"1.0", timeout=0.1)
     assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert await _logged_code(caplog, f"/{SERVICE}/Slow") == "DEADLINE_EXCEEDED"
+
+
+async def test_a_call_that_ends_within_its_deadline_is_logged_ok(
+    server: GrpcServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="strata.rpc")
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        reply = await channel.unary_unary(f"/{SERVICE}/Slow", None, None)(b"0.05", timeout=0.9)
+    assert reply == b"0.05"
+    assert await _logged_code(caplog, f"/{SERVICE}/Slow") == "OK"  # under a second left is not late
 
 
 async def test_a_cancelled_stream_is_logged_cancelled(

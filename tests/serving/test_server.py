@@ -1,15 +1,19 @@
-"""strata_serving through a real grpc.aio server: error translation, health, reflection."""
+"""strata_serving through a real grpc.aio server: error translation, health, reflection (with the
+protos' comments), the address it logs."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from strata.memory.v1 import memory_service_pb2  # noqa: F401  (its files in the descriptor pool)
 from strata_serving.errors import FailedPrecondition, InvalidArgument, NotFound
 from strata_serving.server import GrpcServer
 from strata_serving.status import bad_request_from, error_info_from
@@ -104,3 +108,29 @@ async def test_reflection_lists_the_service(server: GrpcServer) -> None:
     names = {s.name for s in responses[0].list_services_response.service}
     assert SERVICE in names
     assert "grpc.health.v1.Health" in names
+
+
+async def test_reflection_serves_a_strata_file_with_its_comments(server: GrpcServer) -> None:
+    symbol = reflection_pb2.ServerReflectionRequest(
+        file_containing_symbol="strata.memory.v1.MemoryService.CreateAgent"
+    )
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        (reply,) = [r async for r in stub.ServerReflectionInfo(iter([symbol]))]
+    files = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for raw in reply.file_descriptor_response.file_descriptor_proto
+    ]
+    assert files[0].name == "strata/memory/v1/memory_service.proto"
+    comments = [location.leading_comments for location in files[0].source_code_info.location]
+    assert any("CreateAgent attaches the given blocks" in comment for comment in comments)
+
+
+async def test_a_started_server_logs_where_it_listens(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="strata.server")
+    srv = GrpcServer("127.0.0.1:0", service_names=[SERVICE], register=_register)
+    await srv.start()
+    try:
+        assert f"listening on {srv.address}" in [record.getMessage() for record in caplog.records]
+    finally:
+        await srv.stop(0)

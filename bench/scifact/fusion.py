@@ -18,16 +18,13 @@ from strata_retrieval.model import ScoredKey, default_depth
 def dbsf_rows() -> dict[str, tuple[float, int]]:
     """Label -> (vector weight, depth); the text leg's weight is 1."""
     s = MemorySettings()
+    depth = default_depth(10)
+    archival = (s.archival_vector_weight / s.archival_fts_weight, s.archival_candidate_depth or depth)
+    recall = (s.recall_vector_weight / s.recall_fts_weight, s.recall_candidate_depth or depth)
     return {
-        "hybrid dbsf, equal weights, depth 50 (fusion=dbsf, archival defaults)": (
-            s.archival_vector_weight / s.archival_fts_weight,
-            s.archival_candidate_depth or default_depth(10),
-        ),
+        f"hybrid dbsf, archival weights (vector {archival[0]:g}, depth {archival[1]})": archival,
         "hybrid dbsf, equal weights, depth 100": (1.0, 100),
-        "hybrid dbsf, recall defaults (vector 0.35, depth 100)": (
-            s.recall_vector_weight / s.recall_fts_weight,
-            s.recall_candidate_depth or default_depth(10),
-        ),
+        f"hybrid dbsf, recall weights (vector {recall[0]:g}, depth {recall[1]})": recall,
     }
 
 

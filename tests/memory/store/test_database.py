@@ -4,6 +4,8 @@ store nor be kept alive by the probe. (On SQLite the probe reads the file throug
 
 from __future__ import annotations
 
+import uuid
+
 from sqlalchemy import create_engine, text
 
 from strata_memory.store.database import Database
@@ -20,7 +22,7 @@ def _open_connections(server_url: str, application: str) -> int:
 
 
 def test_a_probe_answers_on_a_connection_of_its_own_and_leaves_none_open(postgres_schema: str) -> None:
-    application = "strata-probe-test"
+    application = f"strata-probe-{uuid.uuid4().hex[:8]}"  # this test's connections only
     database = Database(f"{postgres_schema}&application_name={application}")
     try:
         database.probe()

@@ -35,7 +35,7 @@ from typing import Any
 
 import grpc
 
-from bench.locomo import recall as locomo
+from bench.locomo import served_checks
 from bench.locomo import services as served
 from bench.perf.serve import bench_precision
 from bench.scifact.quality import EmbeddedOnce
@@ -114,7 +114,7 @@ async def run_engine(name: str, embedder: EmbeddedOnce, questions: Sequence[Any]
                 for q in questions:
                     corpus = corpora[q.conv]
                     for mode in MODES:
-                        ids = await served.search(stub, corpus.agent_id, q.text, mode, locomo.LIMIT)
+                        ids = await served.search(stub, corpus.agent_id, q.text, mode, served_checks.LIMIT)
                         ranked[mode][(q.conv, q.index)] = [corpus.dia_of[i] for i in ids]
                 result["search_seconds"] = round(time.perf_counter() - started, 1)
                 result["modes"] = {mode: recall(questions, ranked[mode]) for mode in MODES}

@@ -39,7 +39,7 @@ from typing import Any
 import grpc
 
 from bench.locomo import engines as by_engine
-from bench.locomo import recall as locomo
+from bench.locomo import served_checks
 from bench.locomo import services as served
 from bench.perf.serve import bench_precision
 from bench.scifact.quality import EmbeddedOnce
@@ -103,7 +103,7 @@ async def index_and_ask(
                         corpus = corpora[q.conv]
                         for mode in MODES:
                             ids = await served.search(
-                                stubs[q.conv], corpus.agent_id, q.text, mode, locomo.LIMIT
+                                stubs[q.conv], corpus.agent_id, q.text, mode, served_checks.LIMIT
                             )
                             ranked[mode][(q.conv, q.index)] = [corpus.dia_of[i] for i in ids]
                         ranked[BM25][(q.conv, q.index)] = await _bm25_scores(
@@ -124,7 +124,7 @@ async def _bm25_scores(retrieval: RetrievalApp, stub: AsTenant, corpus: Any, tex
             rpb.SearchRequest(
                 query=text,
                 mode=rpb.SEARCH_MODE_FTS,
-                top_k=locomo.LIMIT,
+                top_k=served_checks.LIMIT,
                 filter=rpb.DocumentFilter(
                     tenant_id=tenant, agent_ids=[corpus.agent_id], kinds=[rpb.DOCUMENT_KIND_MESSAGE]
                 ),

@@ -65,9 +65,9 @@ class Hit(Generic[T]):
     vector_rank: int | None
     fts_rank: int | None
     search_mode: SearchMode
-    score: float = 0.0  # what RetrievalService ordered the hits by (its fusion's score)
-    vector_score: float | None = None
-    fts_score: float | None = None
+    score: float  # what RetrievalService ordered the hits by (its fusion's score)
+    vector_score: float | None
+    fts_score: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,13 +57,13 @@ class Found:
     id: str
     created_at: datetime
     content: str
+    score: float  # what the hits are ordered by (RetrievalService's fusion)
     rrf_score: float
     vector_rank: int | None
     fts_rank: int | None
     search_mode: str
     tags: tuple[str, ...] = ()
     role: str = ""
-    score: float = 0.0  # what the hits are ordered by (RetrievalService's fusion)
 
 
 def parse_archival_insert(arguments: str | Mapping[str, Any]) -> ArchivalInsert:

@@ -83,3 +83,41 @@ async def test_each_refusal_says_which_limit_the_tenant_reached() -> None:
     )
     release.set()
     await asyncio.gather(*tasks)
+
+
+async def test_three_tenants_take_turns_in_the_order_they_came() -> None:
+    pool = FairShare("writes", PoolLimits(capacity=1, share=1, queue=100))
+    gate, go, order = asyncio.Event(), asyncio.Event(), list[str]()
+    first = asyncio.create_task(_hold(pool, "x", gate, order))
+    await _settle()
+    tasks = []
+    for tenant in ("a", "a", "b", "c", "a"):
+        tasks.append(asyncio.create_task(_hold(pool, tenant, go, order)))
+        await _settle()
+    gate.set()
+    go.set()
+    await asyncio.gather(first, *tasks)
+    assert order == ["x", "a", "b", "c", "a", "a"]  # after a turn, a goes to the back of the line
+
+
+async def test_a_slot_granted_to_a_call_cancelled_at_that_moment_is_handed_on() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=1, share=1, queue=2))
+    await pool.acquire("x")
+    granted = asyncio.create_task(pool.acquire("y"))
+    await _settle()
+    pool.release("x")  # the slot is y's now; y's task has not run since
+    granted.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await granted
+    assert (pool.running("y"), pool.waiting("y")) == (0, 0)
+    await asyncio.wait_for(pool.acquire("z"), timeout=1)  # the slot is free again
+    assert pool.running("z") == 1
+
+
+async def test_refusals_are_counted_per_tenant() -> None:
+    pool = FairShare("searches", PoolLimits(capacity=1, share=1, queue=0))
+    await pool.acquire("noisy")
+    for tenant in ("noisy", "noisy", "quiet"):
+        with pytest.raises(ResourceExhausted):
+            await pool.acquire(tenant)
+    assert pool.refused == {"noisy": 2, "quiet": 1}

@@ -106,6 +106,16 @@ def test_the_buckets_of_more_than_10_000_tenants_are_pruned_of_the_refilled(cloc
     assert [pacing.delay("t0") for _ in range(4)] == pytest.approx([0.0, 0.0, 0.0, 0.1])
 
 
+def test_a_bucket_not_yet_refilled_is_kept_when_the_buckets_are_pruned(clock: Clock) -> None:
+    pacing = _Pacing(RefusalBudget(per_second=0.5, burst=3, max_delay=10.0, max_held=2))
+    assert [pacing.delay("t0") for _ in range(3)] == [0.0, 0.0, 0.0]  # t0's burst spent
+    for number in range(1, MAX_COUNTED_TENANTS):
+        pacing.delay(f"t{number}")
+    clock.now += 2.0  # the others are full again; t0 has 1 of its 3 back
+    assert pacing.delay("one-more") == 0.0  # past 10,000 buckets: the refilled ones are pruned
+    assert [pacing.delay("t0") for _ in range(2)] == pytest.approx([0.0, 2.0])  # its debt is kept
+
+
 SERVICE = "strata.test.Paced"
 SEARCH = f"/{SERVICE}/Search"
 

@@ -22,7 +22,7 @@ EDGES = (FIRST_US, FIRST_US + 1, -1, 0, 1, LAST_US - 1_000_000, LAST_US - 1, LAS
 
 def shown(us: int, timezone: str) -> tuple[datetime, datetime]:
     """The moment as ``archival_memory_search`` and ``conversation_search`` print it, parsed back."""
-    hit = Found("p", to_datetime(us), "text", 0.5, 1, None, "hybrid")
+    hit = Found("p", to_datetime(us), "text", 0.5, 0.5, 1, None, "hybrid")
     archival = json.loads(archival_results([hit], timezone))[0]["timestamp"]
     recall = json.loads(recall_results([hit], timezone, datetime(2026, 1, 1, tzinfo=UTC)))
     return datetime.fromisoformat(archival), datetime.fromisoformat(recall["results"][0]["timestamp"])

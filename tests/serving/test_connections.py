@@ -103,6 +103,21 @@ async def test_connections_beyond_the_cap_are_closed_at_accept() -> None:
         await server.stop(0)
 
 
+async def test_a_connection_idle_past_the_limit_is_closed_by_the_server() -> None:
+    settings = ServingSettings.model_construct(max_connection_idle_seconds=0.5)
+    server = GrpcServer("127.0.0.1:0", service_names=["x"], register=lambda _: None, serving=settings)
+    await server.start()
+    await server.mark_serving()
+    try:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            assert channel.get_state() is grpc.ChannelConnectivity.READY
+            await asyncio.sleep(2.0)  # the client's own idle limit is 30 minutes
+            assert channel.get_state() is grpc.ChannelConnectivity.IDLE  # the server sent GOAWAY
+    finally:
+        await server.stop(0)
+
+
 def test_the_cap_keeps_a_reserve_of_descriptors() -> None:
     assert connection_cap(1024, None) == 1024 - DESCRIPTOR_RESERVE
     assert connection_cap(100, None) == MIN_CONNECTIONS

@@ -150,6 +150,7 @@ async def test_an_oversized_request_is_refused_before_it_is_parsed(
         with pytest.raises(grpc.aio.AioRpcError) as garbage:
             await raw(b"\xff" * 10, metadata=_tenant("noisy"), timeout=5)
         assert garbage.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert garbage.value.details() == "the request could not be parsed"
     assert backend.started == []
     assert admission.refused == {"noisy": 1}
 

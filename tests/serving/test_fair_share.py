@@ -116,6 +116,22 @@ def test_limits_must_make_sense() -> None:
         PoolLimits(capacity=0, share=1, queue=0)
 
 
+@pytest.mark.parametrize(
+    ("duty", "window", "max_rest"), [(0.0, 1.0, 1.0), (1.5, 1.0, 1.0), (0.5, -1.0, 1.0), (0.5, 1.0, -0.1)]
+)
+def test_pacing_refuses_a_duty_outside_0_to_1_and_negative_times(
+    duty: float, window: float, max_rest: float
+) -> None:
+    with pytest.raises(ValueError, match=r"^pacing needs") as refused:
+        Pacing(duty=duty, window=window, max_rest=max_rest)
+    assert str(refused.value) == "pacing needs 0 < duty <= 1, window >= 0 and max_rest >= 0"
+
+
+def test_pacing_takes_a_duty_of_1_and_rests_under_a_second() -> None:
+    assert Pacing(duty=1.0, window=0.0, max_rest=0.0).rest(5.0) == 0.0
+    assert Pacing(duty=0.5, max_rest=0.25).rest(1.0) == 0.25
+
+
 def test_activity_tells_whether_another_tenant_was_seen_lately() -> None:
     activity = Activity()
     assert not activity.others("a", within=1.0, now=0.0)

@@ -154,14 +154,6 @@ TARGETS = (
             "tests/system/test_metrics.py",
             "tests/system/test_metrics_tenants.py",
             "tests/system/test_tracing.py",
-            # run before the slower probes (mutation_order; alone too), this probe's second Reindex
-            # comes within a second of the seeding tenants' calls: the tenant's bulk share rests after
-            # its first Reindex (fair_share.Pacing) and, the bulk pool queueing nothing, the call is
-            # refused RESOURCE_EXHAUSTED ("runs 2 Reindex streams at once", both slots free) before
-            # its batch size is checked. Every clean run failed on it (bench/MUTATION.md, item 9)
-            "--deselect",
-            "tests/security/test_limits_table.py::test_the_documented_limit_holds_on_a_running_server"
-            "[memory.reindex_batch]",
         ),
         exclude=ADMISSION + REQUEST_CHECKS,
         timeout_constant=20.0,

@@ -190,3 +190,36 @@ async def test_a_tenant_alone_never_rests() -> None:
     assert order == ["alone"]
     release.set()
     await task
+
+
+async def test_a_rest_is_waited_out_even_by_a_pool_that_queues_nothing() -> None:
+    """The bulk pool queues no call (``queue=0``): a call its tenant's rest alone holds back waits for
+    the rest to end instead of being refused as if the service were full (a tenant's second Reindex
+    right after its first was refused with "the service runs 2 Reindex streams at once", both free)."""
+    pacing = Pacing(duty=0.5, window=60.0, max_rest=60.0)
+    pool = FairShare("Reindex streams", PoolLimits(capacity=2, share=1, queue=0), pacing=pacing)
+    pool.activity.seen("other")
+    await _slow_call(pool, "tenant", 0.3)
+    assert pool.resting("tenant") == 1
+    second = asyncio.create_task(_slow_call(pool, "tenant", 0.0))
+    await _settle()
+    assert pool.waiting("tenant") == 1  # held for the rest, not refused
+    with pytest.raises(ResourceExhausted) as refused:  # a third has neither a share nor a place to wait
+        await pool.acquire("tenant")
+    assert "the service runs" not in refused.value.message  # two slots are free: it must not say full
+    assert "waiting for its share" in refused.value.message
+    async with asyncio.timeout(30):
+        await second
+    assert pool.refused == {"tenant": 1}
+
+
+async def test_a_full_service_says_so() -> None:
+    pool = FairShare("Reindex streams", PoolLimits(capacity=1, share=1, queue=0))
+    release, order = asyncio.Event(), list[str]()
+    held = asyncio.create_task(_hold(pool, "first", release, order))
+    await _settle()
+    with pytest.raises(ResourceExhausted) as refused:
+        await pool.acquire("second")
+    assert "the service runs 1 Reindex streams at once" in refused.value.message
+    release.set()
+    await held

@@ -17,7 +17,9 @@ share that call held stays the tenant's, unused, for ``d * (1 - duty) / duty`` m
 after call (a flood) then holds it at most ``duty`` of the time, leaving the process (its event loop,
 the GIL, the store's writer lock) idle between its calls for the others' calls; one whose calls in
 a pool are further apart than their rest (an interactive client mixing reads, searches and edits)
-never waits for it. A tenant alone never rests. This is not work-conserving, on purpose: on a
+never waits for it. A tenant alone never rests. A rest delays, it never refuses: a call held back
+only by its tenant's resting share waits for it even in a pool that queues nothing (one call per
+resting share, so running and waiting calls stay within ``share + queue``). This is not work-conserving, on purpose: on a
 process with one event loop and one SQLite writer, a running call delays every other tenant's call
 whatever the pool says (measured by ``bench.tenant_isolation``).
 """
@@ -147,20 +149,15 @@ class FairShare:
             self._take(tenant)
             return time.monotonic()
         queue = self._waiting.setdefault(tenant, deque())
-        if len(queue) >= self.limits.queue:
+        # A share kept unused by a rest (Pacing) is a delay, not a refusal: a call may wait for it
+        # beyond the queue bound, one per resting share (running + waiting stays within share + queue).
+        rested = min(self.resting(tenant), self.limits.share - self.running(tenant))
+        if len(queue) >= self.limits.queue + rested:
             if not queue:
                 del self._waiting[tenant]
             self.refused[tenant] = self.refused.get(tenant, 0) + 1
-            running = self.running(tenant)
-            why = (
-                f"tenant {tenant!r} already has {running} {self.what} running and {len(queue)} waiting "
-                f"(at most {self.limits.share} and {self.limits.queue})"
-                if running >= self.limits.share
-                else f"the service runs {self.limits.capacity} {self.what} at once and tenant "
-                f"{tenant!r} has {len(queue)} waiting (at most {self.limits.queue})"
-            )
             raise ResourceExhausted(
-                f"{why}; retry with backoff",
+                f"{self._why_refused(tenant, len(queue))}; retry with backoff",
                 reason="TENANT_CONCURRENCY_LIMIT",
                 metadata={"tenant": tenant, "limit": self.limits.share + self.limits.queue},
             )
@@ -177,6 +174,23 @@ class FairShare:
             else:
                 self._forget(tenant, turn)
             raise
+
+    def _why_refused(self, tenant: str, waiting: int) -> str:
+        running = self.running(tenant)
+        if running >= self.limits.share:
+            return (
+                f"tenant {tenant!r} already has {running} {self.what} running and {waiting} waiting "
+                f"(at most {self.limits.share} and {self.limits.queue})"
+            )
+        if self._free <= 0:
+            return (
+                f"the service runs {self.limits.capacity} {self.what} at once and tenant {tenant!r} "
+                f"has {waiting} waiting (at most {self.limits.queue})"
+            )
+        return (
+            f"tenant {tenant!r} has {waiting} {self.what} waiting for its share (at most "
+            f"{self.limits.queue}, and one more while its share rests after its last call)"
+        )
 
     def _take(self, tenant: str) -> None:
         self._free -= 1

@@ -19,9 +19,9 @@ the GIL, the store's writer lock) idle between its calls for the others' calls; 
 a pool are further apart than their rest (an interactive client mixing reads, searches and edits)
 never waits for it. A tenant alone never rests. A rest delays, it never refuses: a call held back
 only by its tenant's resting share waits for it even in a pool that queues nothing (one call per
-resting share, so running and waiting calls stay within ``share + queue``). This is not work-conserving, on purpose: on a
-process with one event loop and one SQLite writer, a running call delays every other tenant's call
-whatever the pool says (measured by ``bench.tenant_isolation``).
+resting share, so running and waiting calls stay within ``share + queue``). This is not
+work-conserving, on purpose: on a process with one event loop and one SQLite writer, a running call
+delays every other tenant's call whatever the pool says (measured by ``bench.tenant_isolation``).
 """
 
 from __future__ import annotations
